@@ -1,0 +1,243 @@
+"""Snake on a square board, as a pure JAX gymnax 1.0 environment.
+
+The board lives in bitboards (one bit per cell, packed into uint32 words) and the body is a
+linked list stored as two more bitboards: each body cell but the head holds the direction
+of the next segment toward the head, so the tail can follow the body without a per-cell
+counter. A step is then a few dozen integer operations per env, which `vmap` turns into
+SIMD across envs; only the observation touches every cell.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+from flax import struct
+from gymnax.environments import environment, spaces
+
+from envs.base import Env
+
+# Row and column offsets of the four actions: 0 up, 1 right, 2 down, 3 left.
+DROW = (-1, 0, 1, 0)
+DCOL = (0, 1, 0, -1)
+START_LENGTH = 3
+
+
+@struct.dataclass
+class EnvState(environment.EnvState):
+    occupied: jax.Array  # (words,) uint32, bit i set where cell i holds the snake (head included)
+    link_lo: jax.Array  # (words,) uint32, low bit of the direction from a body cell to the next one headward
+    link_hi: jax.Array  # (words,) uint32, high bit of that direction
+    head_row: jax.Array  # () int32
+    head_col: jax.Array  # () int32
+    tail: jax.Array  # () int32, cell index row * size + col
+    direction: jax.Array  # () int32, the last move (0 up, 1 right, 2 down, 3 left)
+    apple: jax.Array  # () int32, cell index; meaningless once the board is full
+    length: jax.Array  # () int32, cells occupied by the snake, head included
+    hunger: jax.Array  # () int32, steps since the last apple (or the reset)
+    time: jax.Array  # () int32, steps since the reset
+
+
+@struct.dataclass
+class EnvParams(environment.EnvParams):
+    max_steps_in_episode: int = 10_000  # truncation: steps in one episode
+    hunger_limit: int = 100  # truncation: steps without an apple
+    reward_apple: float = 1.0  # eating an apple (also the step that fills the board)
+    reward_death: float = -1.0  # leaving the board or biting the body
+    reward_step: float = 0.0  # every other step
+
+
+def _pick(values: tuple[int, ...], index: jax.Array) -> jax.Array:
+    """values[index] for a small static table, as selects (no gather under vmap)."""
+    out = jnp.int32(values[-1])
+    for i in range(len(values) - 2, -1, -1):
+        out = jnp.where(index == i, jnp.int32(values[i]), out)
+    return out
+
+
+def _select_bit(word: jax.Array, rank: jax.Array) -> jax.Array:
+    """Position (0..31) of the `rank`-th set bit (0-based) of a uint32 word, by halving."""
+    pos = jnp.int32(0)
+    for width in (16, 8, 4, 2, 1):
+        low = jax.lax.population_count(word & jnp.uint32((1 << width) - 1)).astype(jnp.int32)
+        high = rank >= low
+        rank = jnp.where(high, rank - low, rank)
+        word = jnp.where(high, word >> width, word)
+        pos = jnp.where(high, pos + width, pos)
+    return pos
+
+
+class Snake(Env):
+    """Classic Snake on a `size x size` board.
+
+    Observation: `(size, size, 3)` uint8: channel 0 is 1 at the head, channel 1 is 1 on the
+        other body cells, channel 2 is 1 at the apple.
+    Actions: `Discrete(4)`: 0 up (row-1), 1 right (col+1), 2 down (row+1), 3 left (col-1).
+        The action opposite to the current direction keeps the current direction.
+    Reward: `reward_apple` for eating (the snake grows by one and a new apple appears on a
+        uniformly random free cell), `reward_death` for leaving the board or entering a body
+        cell (the tail's cell frees this step unless the snake eats), `reward_step` otherwise.
+    Termination: death, or a full board (a win; that step earns `reward_apple`).
+    Truncation: `max_steps_in_episode` steps, or `hunger_limit` steps without an apple.
+    Reset: a straight snake of length 3 at a uniformly random place and direction, fully on
+        the board with the cell ahead free; one apple on a uniformly random free cell.
+    Info: `score`, apples eaten this episode (after the step, before any reset).
+    """
+
+    def __init__(self, size: int = 10):
+        super().__init__()
+        if not isinstance(size, int) or isinstance(size, bool) or not 4 <= size <= 64:
+            raise ValueError(f"snake size must be an integer from 4 to 64, got {size!r}")
+        self.size = size
+        self.num_cells = size * size
+        self.num_words = -(-self.num_cells // 32)
+        valid = [0] * self.num_words
+        for i in range(self.num_cells):
+            valid[i >> 5] |= 1 << (i & 31)
+        self._valid = jnp.array(valid, jnp.uint32)  # (words,) bits of real cells
+        self._word_ids = jnp.arange(self.num_words, dtype=jnp.int32)  # (words,)
+        self._shifts = jnp.arange(32, dtype=jnp.uint32)  # (32,)
+        self._cells = jnp.arange(self.num_cells, dtype=jnp.int32).reshape(size, size)  # (size, size)
+        self._flat_step = (-size, 1, size, -1)  # cell-index offset of each direction
+
+    @property
+    def default_params(self) -> EnvParams:
+        return EnvParams(max_steps_in_episode=100 * self.num_cells, hunger_limit=self.num_cells)
+
+    @property
+    def name(self) -> str:
+        return "snake"
+
+    @property
+    def num_actions(self) -> int:
+        return 4
+
+    def action_space(self, params: EnvParams | None = None) -> spaces.Discrete:
+        return spaces.Discrete(4)
+
+    def observation_space(self, params: EnvParams | None = None) -> spaces.Box:
+        return spaces.Box(0, 1, (self.size, self.size, 3), jnp.uint8)
+
+    # -- bitboard helpers ---------------------------------------------------
+
+    def _bit(self, cell: jax.Array) -> jax.Array:
+        """(words,) uint32 with only `cell`'s bit set."""
+        bit = jnp.uint32(1) << (cell & 31).astype(jnp.uint32)
+        return jnp.where(self._word_ids == (cell >> 5), bit, jnp.uint32(0))
+
+    def _spawn_apple(self, u: jax.Array, occupied: jax.Array) -> jax.Array:
+        """Cell index of a uniformly random free cell, given u uniform in [0, 1)."""
+        free = ~occupied & self._valid
+        counts = jax.lax.population_count(free).astype(jnp.int32)  # (words,)
+        total = jnp.sum(counts)
+        rank = jnp.minimum((u * total).astype(jnp.int32), total - 1)
+        before = jnp.zeros((), jnp.int32)  # free cells in the words before the chosen one
+        word = jnp.zeros((), jnp.int32)
+        for k in range(1, self.num_words):  # static and short: ceil(size^2 / 32) words
+            passed = rank >= before + counts[k - 1]
+            before = jnp.where(passed, before + counts[k - 1], before)
+            word = jnp.where(passed, k, word)
+        bits = jnp.sum(jnp.where(self._word_ids == word, free, jnp.uint32(0)))
+        return word * 32 + _select_bit(bits, rank - before)
+
+    # -- dynamics -------------------------------------------------------------
+
+    def step_env(self, key: jax.Array, state: EnvState, action: jax.Array, params: EnvParams):
+        action = jnp.asarray(action, jnp.int32)
+        direction = jnp.where(action == (state.direction + 2) % 4, state.direction, action)
+        row = state.head_row + _pick(DROW, direction)
+        col = state.head_col + _pick(DCOL, direction)
+        off_board = (row < 0) | (row >= self.size) | (col < 0) | (col >= self.size)
+        head = jnp.where(off_board, 0, row * self.size + col)
+        eats = ~off_board & (head == state.apple)
+
+        # The tail moves along its link unless the snake eats.
+        tail_bit = self._bit(state.tail)
+        link = jnp.any((state.link_lo & tail_bit) != 0).astype(jnp.int32) + 2 * jnp.any(
+            (state.link_hi & tail_bit) != 0
+        ).astype(jnp.int32)
+        occupied = jnp.where(eats, state.occupied, state.occupied & ~tail_bit)
+        tail = jnp.where(eats, state.tail, state.tail + _pick(self._flat_step, link))
+        head_bit = self._bit(head)
+        bites = ~off_board & jnp.any((occupied & head_bit) != 0)
+        dead = off_board | bites
+
+        # The old head now links to the new head.
+        old_head_bit = self._bit(state.head_row * self.size + state.head_col)
+        link_lo = jnp.where(direction & 1, state.link_lo | old_head_bit, state.link_lo & ~old_head_bit)
+        link_hi = jnp.where(direction & 2, state.link_hi | old_head_bit, state.link_hi & ~old_head_bit)
+        occupied = occupied | head_bit
+        length = state.length + eats.astype(jnp.int32)
+        won = length == self.num_cells
+        spawned = self._spawn_apple(self.uniform(key, self.STEP_SALT, 1)[0], occupied)
+        apple = jnp.where(eats & ~won, spawned, state.apple)
+        reward = jnp.where(dead, params.reward_death, jnp.where(eats, params.reward_apple, params.reward_step))
+        new_state = EnvState(
+            occupied=occupied,
+            link_lo=link_lo,
+            link_hi=link_hi,
+            head_row=row,
+            head_col=col,
+            tail=tail,
+            direction=direction,
+            apple=apple,
+            length=length,
+            hunger=jnp.where(eats, 0, state.hunger + 1),
+            time=state.time + 1,
+        )
+        info = {"score": length - START_LENGTH}
+        return self.get_obs(new_state), new_state, reward.astype(jnp.float32), dead | won, info
+
+    def reset_env(self, key: jax.Array, params: EnvParams):
+        u = self.uniform(key, self.RESET_SALT, 4)
+        span = self.size - 3  # heading right, the head's column is 2..size-2: two cells behind, one ahead
+        across = jnp.minimum(u[0] * self.size, self.size - 1).astype(jnp.int32)
+        along = jnp.minimum(u[1] * span, span - 1).astype(jnp.int32) + 2
+        direction = jnp.minimum(u[2] * 4, 3).astype(jnp.int32)
+        # Place the snake heading right, then turn the board to the drawn direction.
+        last = self.size - 1
+        row = jnp.select(
+            [direction == 0, direction == 2], [last - along, along], across
+        )
+        col = jnp.select([direction == 1, direction == 3], [along, last - along], across)
+        step = _pick(self._flat_step, direction)
+        head = row * self.size + col
+        neck, tail = head - step, head - 2 * step
+        body_bits = self._bit(neck) | self._bit(tail)
+        occupied = body_bits | self._bit(head)
+        link_lo = jnp.where(direction & 1, body_bits, jnp.uint32(0))
+        link_hi = jnp.where(direction & 2, body_bits, jnp.uint32(0))
+        state = EnvState(
+            occupied=occupied,
+            link_lo=link_lo,
+            link_hi=link_hi,
+            head_row=row,
+            head_col=col,
+            tail=tail,
+            direction=direction,
+            apple=self._spawn_apple(u[3], occupied),
+            length=jnp.int32(START_LENGTH),
+            hunger=jnp.int32(0),
+            time=jnp.int32(0),
+        )
+        return self.get_obs(state), state
+
+    def get_obs(self, state: EnvState, params: EnvParams | None = None, key: jax.Array | None = None) -> jax.Array:
+        bits = (state.occupied[:, None] >> self._shifts) & jnp.uint32(1)  # (words, 32)
+        body = bits.reshape(-1)[: self.num_cells].reshape(self.size, self.size) != 0
+        head = self._cells == state.head_row * self.size + state.head_col
+        apple = self._cells == state.apple
+        return jnp.stack([head, body & ~head, apple], axis=-1).astype(jnp.uint8)
+
+    def is_truncated(self, state: EnvState, params: EnvParams) -> jax.Array:
+        return (state.time >= params.max_steps_in_episode) | (state.hunger >= params.hunger_limit)
+
+    def is_terminated(self, state: EnvState, params: EnvParams) -> jax.Array:
+        return state.length >= self.num_cells
+
+    def render_rgb(self, state: EnvState) -> jax.Array:
+        """(size, size, 3) uint8 picture: green body, bright head, red apple."""
+        obs = self.get_obs(state)
+        img = jnp.zeros((self.size, self.size, 3), jnp.uint8)
+        img = jnp.where(obs[..., 1:2] > 0, jnp.array([40, 160, 60], jnp.uint8), img)
+        img = jnp.where(obs[..., 0:1] > 0, jnp.array([120, 255, 120], jnp.uint8), img)
+        return jnp.where(obs[..., 2:3] > 0, jnp.array([230, 40, 40], jnp.uint8), img)
