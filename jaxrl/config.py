@@ -1,0 +1,118 @@
+"""Typed run configuration: one dataclass per config group, one doc line per field.
+
+Hydra validates types against these schemas; `validate` checks values and relations and
+raises `ConfigError` with one line naming the bad setting and what is allowed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from jaxrl.networks import ACTIVATIONS, NETWORKS
+
+DEVICES = ("auto", "cpu", "gpu", "metal")
+
+
+class ConfigError(ValueError):
+    """A config value or combination that cannot run."""
+
+
+@dataclass
+class EnvConfig:
+    """A gymnax env: its id and optional `EnvParams` overrides."""
+
+    name: str = "CartPole-v1"  # env id, one of envs.registered_names()
+    max_steps_in_episode: int | None = None  # truncation limit; None keeps the env's default
+
+
+@dataclass
+class SnakeEnvConfig(EnvConfig):
+    """Snake: board size (compiled in) and `EnvParams` (traced, changeable without recompiling)."""
+
+    name: str = "snake"
+    size: int = 10  # board side; the board is size x size
+    hunger_limit: int | None = None  # truncate after this many steps without an apple; None: size^2
+    reward_apple: float = 1.0  # reward for eating an apple
+    reward_death: float = -1.0  # reward for leaving the board or biting the body
+    reward_step: float = 0.0  # reward for every other step
+
+
+ENV_KWARGS = {"snake": ("size",)}  # constructor arguments; every other field but `name` is an EnvParams field
+
+
+@dataclass
+class PPOConfig:
+    """Proximal Policy Optimization with GAE, clipped value loss and LR annealing."""
+
+    name: str = "ppo"  # algorithm id
+    lr: float = 2.5e-4  # Adam learning rate (start of the schedule when annealed)
+    anneal_lr: bool = True  # decay the learning rate linearly to 0 over training
+    num_steps: int = 128  # rollout length per env per update
+    update_epochs: int = 4  # passes over each rollout
+    num_minibatches: int = 4  # minibatches per epoch; must divide num_envs * num_steps
+    gamma: float = 0.99  # discount
+    gae_lambda: float = 0.95  # GAE lambda
+    clip_eps: float = 0.2  # PPO ratio clip (and value clip)
+    clip_value: bool = True  # clip the value update like the policy ratio
+    ent_coef: float = 0.01  # entropy bonus weight
+    vf_coef: float = 0.5  # value loss weight
+    max_grad_norm: float = 0.5  # global gradient-norm clip
+    normalize_advantages: bool = True  # per-minibatch advantage normalization
+    network: str = "mlp"  # mlp | cnn
+    hidden: list[int] = field(default_factory=lambda: [64, 64])  # dense layer widths (after convs for cnn)
+    channels: list[int] = field(default_factory=lambda: [16, 32])  # 3x3 conv channels (cnn only)
+    activation: str = "tanh"  # tanh | relu | gelu | silu
+
+
+@dataclass
+class TrainConfig:
+    """One training run."""
+
+    env: Any = None  # env group: snake or any gymnax id
+    algo: Any = None  # algo group: ppo
+    seed: int = 0  # base seed; seed i of num_seeds uses fold_in(seed, i)
+    num_seeds: int = 1  # independent agents trained side by side in one program (a vmap axis)
+    num_envs: int = 4  # parallel envs per seed
+    total_timesteps: float = 5e5  # env steps per seed (accepts 2e6)
+    num_chunks: int = 50  # host round-trips over the run: progress lines and metrics rows
+    run_dir: str | None = None  # where outputs go; default runs/<env>-<algo>-<time>
+    device: str = "auto"  # auto | cpu | gpu | metal
+    progress: bool = True  # live progress line on a terminal (plain lines otherwise)
+
+
+def _positive(name: str, value: Any) -> None:
+    if value is None or value <= 0:
+        raise ConfigError(f"{name}={value} is invalid: must be > 0")
+
+
+def validate(cfg: TrainConfig) -> None:
+    """Check values and relations; raise ConfigError naming the first bad one."""
+    for name in ("num_seeds", "num_envs", "total_timesteps", "num_chunks"):
+        _positive(name, getattr(cfg, name))
+    if cfg.device not in DEVICES:
+        raise ConfigError(f"device={cfg.device} is invalid: allowed {', '.join(DEVICES)}")
+    a = cfg.algo
+    for name in ("lr", "num_steps", "update_epochs", "num_minibatches", "max_grad_norm"):
+        _positive(f"algo.{name}", getattr(a, name))
+    for name in ("gamma", "gae_lambda"):
+        if not 0 <= getattr(a, name) <= 1:
+            raise ConfigError(f"algo.{name}={getattr(a, name)} is invalid: must be in [0, 1]")
+    if a.network not in NETWORKS:
+        raise ConfigError(f"algo.network={a.network} is invalid: allowed {', '.join(NETWORKS)}")
+    if a.activation not in ACTIVATIONS:
+        raise ConfigError(f"algo.activation={a.activation} is invalid: allowed {', '.join(ACTIVATIONS)}")
+    if any(h <= 0 for h in a.hidden) or any(c <= 0 for c in a.channels):
+        raise ConfigError("algo.hidden and algo.channels must hold positive widths")
+    batch = cfg.num_envs * a.num_steps
+    if batch % a.num_minibatches:
+        raise ConfigError(
+            f"algo.num_minibatches={a.num_minibatches} must divide num_envs * algo.num_steps = "
+            f"{cfg.num_envs} * {a.num_steps} = {batch}"
+        )
+    if cfg.total_timesteps < batch:
+        raise ConfigError(
+            f"total_timesteps={cfg.total_timesteps:g} is below one update (num_envs * algo.num_steps = {batch})"
+        )
+    if cfg.env.name == "snake" and cfg.env.size < 4:
+        raise ConfigError(f"env.size={cfg.env.size} is invalid: must be >= 4")

@@ -1,0 +1,72 @@
+"""RL math as pure functions: GAE with truncation bootstrapping and the clipped PPO loss."""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+
+
+def compute_gae(
+    rewards: jax.Array,
+    values: jax.Array,
+    next_values: jax.Array,
+    terminated: jax.Array,
+    truncated: jax.Array,
+    gamma: float,
+    gae_lambda: float,
+) -> tuple[jax.Array, jax.Array]:
+    """Advantages and value targets over time-major arrays (T, ...).
+
+    `next_values[t]` is the value of the observation reached by step t *before* any auto-reset
+    (gymnax's `final_observation`). Termination stops the bootstrap; truncation keeps it (the
+    episode was cut, not ended) but, like termination, stops the advantage from flowing across
+    the reset.
+    """
+    terminated = terminated.astype(jnp.float32)
+    done = jnp.maximum(terminated, truncated.astype(jnp.float32))
+    deltas = rewards + gamma * next_values * (1.0 - terminated) - values
+
+    def backward(carry: jax.Array, xs: tuple[jax.Array, jax.Array]) -> tuple[jax.Array, jax.Array]:
+        delta, d = xs
+        adv = delta + gamma * gae_lambda * (1.0 - d) * carry
+        return adv, adv
+
+    _, advantages = jax.lax.scan(backward, jnp.zeros_like(deltas[0]), (deltas, done), reverse=True)
+    return advantages, advantages + values
+
+
+def ppo_loss(
+    new_log_prob: jax.Array,
+    old_log_prob: jax.Array,
+    advantages: jax.Array,
+    new_value: jax.Array,
+    old_value: jax.Array,
+    targets: jax.Array,
+    entropy: jax.Array,
+    clip_eps: float,
+    vf_coef: float,
+    ent_coef: float,
+    clip_value: bool = True,
+    normalize_advantages: bool = True,
+) -> tuple[jax.Array, dict[str, jax.Array]]:
+    """Clipped-surrogate PPO loss with (optionally clipped) value loss and entropy bonus."""
+    if normalize_advantages:
+        advantages = (advantages - advantages.mean()) / (advantages.std() + 1e-8)
+    log_ratio = new_log_prob - old_log_prob
+    ratio = jnp.exp(log_ratio)
+    pg_loss = -jnp.minimum(ratio * advantages, jnp.clip(ratio, 1 - clip_eps, 1 + clip_eps) * advantages).mean()
+    v_loss = (new_value - targets) ** 2
+    if clip_value:
+        clipped = old_value + jnp.clip(new_value - old_value, -clip_eps, clip_eps)
+        v_loss = jnp.maximum(v_loss, (clipped - targets) ** 2)
+    v_loss = 0.5 * v_loss.mean()
+    ent = entropy.mean()
+    total = pg_loss + vf_coef * v_loss - ent_coef * ent
+    stats = {
+        "policy_loss": pg_loss,
+        "value_loss": v_loss,
+        "entropy": ent,
+        "approx_kl": ((ratio - 1) - log_ratio).mean(),
+        "clip_frac": (jnp.abs(ratio - 1) > clip_eps).mean(),
+    }
+    return total, stats

@@ -1,0 +1,115 @@
+"""Actor-critic networks (MLP or small CNN) with a categorical or diagonal-Gaussian policy head."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import flax.linen as nn
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+ACTIVATIONS = {"tanh": nn.tanh, "relu": nn.relu, "gelu": nn.gelu, "silu": nn.silu}
+NETWORKS = ("mlp", "cnn")
+
+
+def _dense(features: int, scale: float = np.sqrt(2)) -> nn.Dense:
+    return nn.Dense(features, kernel_init=nn.initializers.orthogonal(scale), bias_init=nn.initializers.zeros)
+
+
+class Torso(nn.Module):
+    """(N, ...) observations -> (N, features). `cnn` expects (N, H, W, C); `mlp` flattens."""
+
+    network: str
+    hidden: Sequence[int]
+    channels: Sequence[int]
+    activation: str
+
+    @nn.compact
+    def __call__(self, obs: jax.Array) -> jax.Array:
+        act = ACTIVATIONS[self.activation]
+        x = obs.astype(jnp.float32)  # compact (uint8/bool) observations become floats only here
+        if self.network == "cnn":
+            for c in self.channels:
+                x = act(nn.Conv(c, (3, 3), padding="SAME", kernel_init=nn.initializers.orthogonal(np.sqrt(2)))(x))
+        x = x.reshape(x.shape[0], -1)
+        for h in self.hidden:
+            x = act(_dense(h)(x))
+        return x
+
+
+class ActorCritic(nn.Module):
+    """Separate actor and critic torsos; `__call__` gives (policy params, value), `value` the critic only."""
+
+    num_actions: int  # discrete: number of actions; continuous: action dimension
+    continuous: bool
+    network: str = "mlp"
+    hidden: Sequence[int] = (64, 64)
+    channels: Sequence[int] = (16, 32)
+    activation: str = "tanh"
+    obs_ndim: int = 1  # dimensions of one observation, so batches of any rank work
+
+    def setup(self) -> None:
+        kw = dict(network=self.network, hidden=self.hidden, channels=self.channels, activation=self.activation)
+        self.actor_torso = Torso(**kw)
+        self.critic_torso = Torso(**kw)
+        self.policy_head = _dense(self.num_actions, 0.01)
+        self.value_head = _dense(1, 1.0)
+        if self.continuous:
+            self.log_std = self.param("log_std", nn.initializers.zeros, (self.num_actions,))
+
+    def _flat(self, obs: jax.Array) -> tuple[jax.Array, tuple[int, ...]]:
+        batch = obs.shape[: obs.ndim - self.obs_ndim]
+        return obs.reshape((-1,) + obs.shape[obs.ndim - self.obs_ndim :]), batch
+
+    def value(self, obs: jax.Array) -> jax.Array:
+        flat, batch = self._flat(obs)
+        return self.value_head(self.critic_torso(self._as_input(flat)))[..., 0].reshape(batch)
+
+    def __call__(self, obs: jax.Array) -> tuple[jax.Array | tuple[jax.Array, jax.Array], jax.Array]:
+        flat, batch = self._flat(obs)
+        x = self._as_input(flat)
+        out = self.policy_head(self.actor_torso(x)).reshape(batch + (self.num_actions,))
+        value = self.value_head(self.critic_torso(x))[..., 0].reshape(batch)
+        if self.continuous:
+            return (out, jnp.broadcast_to(self.log_std, out.shape)), value
+        return out, value
+
+    def _as_input(self, flat: jax.Array) -> jax.Array:
+        if self.network == "mlp":
+            return flat.reshape(flat.shape[0], -1)
+        return flat
+
+
+# -- distributions: pure functions over the policy head's output -------------------------------
+
+
+def sample(key: jax.Array, pi, continuous: bool) -> jax.Array:
+    """Draw actions from logits (discrete) or (mean, log_std) (continuous)."""
+    if continuous:
+        mean, log_std = pi
+        return mean + jnp.exp(log_std) * jax.random.normal(key, mean.shape)
+    return jax.random.categorical(key, pi)
+
+
+def mode(pi, continuous: bool) -> jax.Array:
+    """Most likely action."""
+    return pi[0] if continuous else jnp.argmax(pi, axis=-1)
+
+
+def log_prob(pi, action: jax.Array, continuous: bool) -> jax.Array:
+    """Log-probability of `action` under the policy."""
+    if continuous:
+        mean, log_std = pi
+        z = (action - mean) * jnp.exp(-log_std)
+        return jnp.sum(-0.5 * z**2 - log_std - 0.5 * jnp.log(2 * jnp.pi), axis=-1)
+    logp = jax.nn.log_softmax(pi)
+    return jnp.take_along_axis(logp, action[..., None].astype(jnp.int32), axis=-1)[..., 0]
+
+
+def entropy(pi, continuous: bool) -> jax.Array:
+    """Entropy of the policy."""
+    if continuous:
+        return jnp.sum(pi[1] + 0.5 * jnp.log(2 * jnp.pi * jnp.e), axis=-1)
+    logp = jax.nn.log_softmax(pi)
+    return -jnp.sum(jnp.exp(logp) * logp, axis=-1)

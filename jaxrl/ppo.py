@@ -1,0 +1,237 @@
+"""PPO fused with the env: rollout, GAE and all epochs x minibatches of SGD inside `lax.scan`.
+
+`PPO(cfg, env, env_params)` holds the static pieces; `init(key)` builds a `Runner`,
+`update(runner)` performs one rollout-and-learn step, `run_chunk(runner, n)` scans `n`
+updates (a fixed-length scan whose tail is skipped by `lax.cond`, so one compile serves every
+chunk), and `train(key)` runs the whole budget as one pure function.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import flax.struct as struct
+import jax
+import jax.numpy as jnp
+import optax
+from gymnax.environments import spaces
+
+from jaxrl import losses, networks
+from jaxrl.config import TrainConfig
+
+
+@struct.dataclass
+class Runner:
+    """Everything a training run carries between updates (one seed; a leading seed axis under vmap)."""
+
+    params: Any
+    opt_state: Any
+    env_state: Any  # (num_envs, ...) env states
+    obs: jax.Array  # (num_envs, *obs_shape) observation of env_state
+    key: jax.Array  # PRNG key
+    episode_return: jax.Array  # (num_envs,) float32, return of the running episodes
+    episode_length: jax.Array  # (num_envs,) int32, steps of the running episodes
+    update: jax.Array  # () int32, updates done
+
+
+@struct.dataclass
+class Transition:
+    """One rollout step of every env, time-major after the scan: (num_steps, num_envs, ...)."""
+
+    obs: jax.Array
+    action: jax.Array
+    log_prob: jax.Array
+    value: jax.Array
+    next_value: jax.Array  # value of the observation the step reached, before any auto-reset
+    reward: jax.Array
+    terminated: jax.Array
+    truncated: jax.Array
+
+
+def episode_stats(reward, done, info, ep_return, ep_length):
+    """Running episode sums, and the sums over episodes that ended this step."""
+    ep_return = ep_return + reward
+    ep_length = ep_length + 1
+    stats = {
+        "episodes": done.sum(dtype=jnp.float32),
+        "return_sum": jnp.where(done, ep_return, 0.0).sum(),
+        "length_sum": jnp.where(done, ep_length, 0).sum(dtype=jnp.float32),
+    }
+    if "score" in info:
+        stats["score_sum"] = jnp.where(done, info["score"], 0).sum(dtype=jnp.float32)
+    return jnp.where(done, 0.0, ep_return), jnp.where(done, 0, ep_length), stats
+
+
+class PPO:
+    """Static pieces of a PPO run: env, network, optimizer and derived sizes."""
+
+    def __init__(self, cfg: TrainConfig, env: Any, env_params: Any):
+        self.cfg, self.algo = cfg, cfg.algo
+        self.env, self.env_params = env, env_params
+        action_space = env.action_space(env_params)
+        self.continuous = isinstance(action_space, spaces.Box)
+        if self.continuous:
+            self.action_low, self.action_high = action_space.low, action_space.high
+            num_actions = int(math.prod(action_space.shape))
+        else:
+            num_actions = int(action_space.n)
+        obs_shape = env.observation_space(env_params).shape
+        if self.algo.network == "cnn" and len(obs_shape) != 3:
+            raise ValueError(f"algo.network=cnn needs (H, W, C) observations; {env.name} gives {obs_shape}")
+        self.network = networks.ActorCritic(
+            num_actions=num_actions,
+            continuous=self.continuous,
+            network=self.algo.network,
+            hidden=tuple(self.algo.hidden),
+            channels=tuple(self.algo.channels),
+            activation=self.algo.activation,
+            obs_ndim=len(obs_shape),
+        )
+        self.obs_shape = obs_shape
+        steps = self.num_updates * self.algo.update_epochs * self.algo.num_minibatches
+        lr = optax.linear_schedule(self.algo.lr, 0.0, steps) if self.algo.anneal_lr else self.algo.lr
+        self.optimizer = optax.chain(optax.clip_by_global_norm(self.algo.max_grad_norm), optax.adam(lr, eps=1e-5))
+
+    # -- derived sizes -------------------------------------------------------------
+
+    @property
+    def batch_size(self) -> int:
+        """Transitions per update per seed."""
+        return self.cfg.num_envs * self.algo.num_steps
+
+    @property
+    def minibatch_size(self) -> int:
+        size, rest = divmod(self.batch_size, self.algo.num_minibatches)
+        assert rest == 0, f"num_minibatches={self.algo.num_minibatches} must divide {self.batch_size}"
+        return size
+
+    @property
+    def num_updates(self) -> int:
+        """Updates in the run (total_timesteps rounded down to whole updates)."""
+        return max(1, int(self.cfg.total_timesteps) // self.batch_size)
+
+    # -- init -------------------------------------------------------------------------------
+
+    def init(self, key: jax.Array) -> Runner:
+        """Fresh network, optimizer and envs for one seed."""
+        key, net_key, reset_key = jax.random.split(key, 3)
+        reset_keys = jax.random.split(reset_key, self.cfg.num_envs)
+        obs, env_state = jax.vmap(self.env.reset, in_axes=(0, None))(reset_keys, self.env_params)
+        params = self.network.init(net_key, obs[:1])
+        n = self.cfg.num_envs
+        return Runner(
+            params=params,
+            opt_state=self.optimizer.init(params),
+            env_state=env_state,
+            obs=obs,
+            key=key,
+            episode_return=jnp.zeros(n, jnp.float32),
+            episode_length=jnp.zeros(n, jnp.int32),
+            update=jnp.zeros((), jnp.int32),
+        )
+
+    # -- rollout ----------------------------------------------------------------------------
+
+    def env_step(self, runner: Runner, key: jax.Array) -> tuple[Runner, tuple[Transition, dict]]:
+        """Act in every env once."""
+        act_key, step_key = jax.random.split(key)
+        pi, value = self.network.apply(runner.params, runner.obs)
+        action = networks.sample(act_key, pi, self.continuous)
+        log_prob = networks.log_prob(pi, action, self.continuous)
+        env_action = jnp.clip(action, self.action_low, self.action_high) if self.continuous else action
+        step_keys = jax.random.split(step_key, self.cfg.num_envs)
+        obs, env_state, reward, terminated, truncated, info = jax.vmap(self.env.step, in_axes=(0, 0, 0, None))(
+            step_keys, runner.env_state, env_action, self.env_params
+        )
+        next_value = self.network.apply(runner.params, info["final_observation"], method="value")
+        done = terminated | truncated
+        ep_return, ep_length, stats = episode_stats(
+            reward, done, info, runner.episode_return, runner.episode_length
+        )
+        transition = Transition(runner.obs, action, log_prob, value, next_value, reward, terminated, truncated)
+        runner = runner.replace(obs=obs, env_state=env_state, episode_return=ep_return, episode_length=ep_length)
+        return runner, (transition, stats)
+
+    def collect(self, runner: Runner, key: jax.Array) -> tuple[Runner, Transition, dict]:
+        """Roll out num_steps in every env; episode stats summed over the rollout."""
+        keys = jax.random.split(key, self.algo.num_steps)
+        runner, (traj, stats) = jax.lax.scan(self.env_step, runner, keys)
+        return runner, traj, jax.tree.map(jnp.sum, stats)
+
+    # -- learning --------------------------------------------------------------------------
+
+    def loss(self, params: Any, batch: Transition, advantages: jax.Array, targets: jax.Array):
+        pi, value = self.network.apply(params, batch.obs)
+        return losses.ppo_loss(
+            networks.log_prob(pi, batch.action, self.continuous),
+            batch.log_prob,
+            advantages,
+            value,
+            batch.value,
+            targets,
+            networks.entropy(pi, self.continuous),
+            clip_eps=self.algo.clip_eps,
+            vf_coef=self.algo.vf_coef,
+            ent_coef=self.algo.ent_coef,
+            clip_value=self.algo.clip_value,
+            normalize_advantages=self.algo.normalize_advantages,
+        )
+
+    def minibatch_step(self, carry, minibatch):
+        params, opt_state = carry
+        batch, advantages, targets = minibatch
+        grads, stats = jax.grad(self.loss, has_aux=True)(params, batch, advantages, targets)
+        updates, opt_state = self.optimizer.update(grads, opt_state, params)
+        return (optax.apply_updates(params, updates), opt_state), stats
+
+    def epoch(self, carry, key: jax.Array, data):
+        """One pass over the rollout in shuffled minibatches."""
+        perm = jax.random.permutation(key, self.batch_size)
+
+        def split(x: jax.Array) -> jax.Array:
+            x = x.reshape((self.batch_size,) + x.shape[2:])[perm]
+            return x.reshape((self.algo.num_minibatches, self.minibatch_size) + x.shape[1:])
+
+        return jax.lax.scan(self.minibatch_step, carry, jax.tree.map(split, data))
+
+    def update(self, runner: Runner) -> tuple[Runner, dict]:
+        """Collect one rollout and learn from it for update_epochs epochs."""
+        key, rollout_key, epoch_key = jax.random.split(runner.key, 3)
+        runner, traj, stats = self.collect(runner.replace(key=key), rollout_key)
+        advantages, targets = losses.compute_gae(
+            traj.reward,
+            traj.value,
+            traj.next_value,
+            traj.terminated,
+            traj.truncated,
+            self.algo.gamma,
+            self.algo.gae_lambda,
+        )
+        carry = (runner.params, runner.opt_state)
+        data = (traj, advantages, targets)
+        epoch_keys = jax.random.split(epoch_key, self.algo.update_epochs)
+        (params, opt_state), loss_stats = jax.lax.scan(lambda c, k: self.epoch(c, k, data), carry, epoch_keys)
+        stats.update(jax.tree.map(jnp.mean, loss_stats))
+        runner = runner.replace(params=params, opt_state=opt_state, update=runner.update + 1)
+        return runner, stats
+
+    def run_chunk(self, runner: Runner, num_active: jax.Array, length: int) -> tuple[Runner, dict]:
+        """`length` update slots; the first `num_active` run, the rest pass the runner through (zeros stats)."""
+        stats_shape = jax.eval_shape(self.update, runner)[1]
+
+        def slot(r: Runner, i: jax.Array):
+            skip = lambda r: (r, jax.tree.map(lambda s: jnp.zeros(s.shape, s.dtype), stats_shape))  # noqa: E731
+            return jax.lax.cond(i < num_active, self.update, skip, r)
+
+        return jax.lax.scan(slot, runner, jnp.arange(length))
+
+    def train(self, key: jax.Array) -> tuple[Runner, dict]:
+        """The whole run as one pure function of the key (for notebooks and sweeps)."""
+        runner = self.init(key)
+        return jax.lax.scan(lambda r, _: self.update(r), runner, None, length=self.num_updates)
+
+
+def make_train(cfg: TrainConfig, env: Any, env_params: Any) -> PPO:
+    """Static PPO pieces for this config; `make_train(...).train` is pure and jittable."""
+    return PPO(cfg, env, env_params)
