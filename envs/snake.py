@@ -130,14 +130,50 @@ class Snake(Env):
         counts = jax.lax.population_count(free).astype(jnp.int32)  # (words,)
         total = jnp.sum(counts)
         rank = jnp.minimum((u * total).astype(jnp.int32), total - 1)
+        seen = jnp.zeros((), jnp.int32)  # free cells in words 0..k-1
         before = jnp.zeros((), jnp.int32)  # free cells in the words before the chosen one
         word = jnp.zeros((), jnp.int32)
         for k in range(1, self.num_words):  # static and short: ceil(size^2 / 32) words
-            passed = rank >= before + counts[k - 1]
-            before = jnp.where(passed, before + counts[k - 1], before)
+            seen = seen + counts[k - 1]
+            passed = rank >= seen  # monotone in k: the chosen word is the last one passed
+            before = jnp.where(passed, seen, before)
             word = jnp.where(passed, k, word)
         bits = jnp.sum(jnp.where(self._word_ids == word, free, jnp.uint32(0)))
         return word * 32 + _select_bit(bits, rank - before)
+
+    def make_state(
+        self, cells: list[tuple[int, int]], apple: tuple[int, int], direction: int, hunger: int = 0, time: int = 0
+    ) -> EnvState:
+        """A state from the snake's cells, head first, each adjacent to the next (for tests and replays)."""
+        if len(cells) < 2:
+            raise ValueError("a snake has at least a head and one body cell")
+        occupied = [0] * self.num_words
+        lo, hi = [0] * self.num_words, [0] * self.num_words
+        for i, (r, c) in enumerate(cells):
+            index = r * self.size + c
+            occupied[index >> 5] |= 1 << (index & 31)
+            if i == 0:
+                continue
+            toward = (cells[i - 1][0] - r, cells[i - 1][1] - c)
+            link = list(zip(DROW, DCOL)).index(toward)  # ValueError if cells are not adjacent
+            if link & 1:
+                lo[index >> 5] |= 1 << (index & 31)
+            if link & 2:
+                hi[index >> 5] |= 1 << (index & 31)
+        u32 = lambda x: jnp.array(x, jnp.uint32)  # noqa: E731
+        return EnvState(
+            occupied=u32(occupied),
+            link_lo=u32(lo),
+            link_hi=u32(hi),
+            head_row=jnp.int32(cells[0][0]),
+            head_col=jnp.int32(cells[0][1]),
+            tail=jnp.int32(cells[-1][0] * self.size + cells[-1][1]),
+            direction=jnp.int32(direction),
+            apple=jnp.int32(apple[0] * self.size + apple[1]),
+            length=jnp.int32(len(cells)),
+            hunger=jnp.int32(hunger),
+            time=jnp.int32(time),
+        )
 
     # -- dynamics -------------------------------------------------------------
 

@@ -1,0 +1,121 @@
+"""Env-only steps/s of our Snake beside Jumanji's Snake, same board, same batch, same run.
+
+Random actions, auto-reset, and the observation consumed (summed into the scan's output): a
+learner reads it, and XLA drops any computation whose result is unused. Each env is stepped
+the way its own API is meant to be used: ours through gymnax's `step` with one key per env per
+step; Jumanji's through its `VmapAutoResetWrapper`.
+
+    python -m bench.env_throughput [--sizes 1 64 1024 4096 16384] [--steps 200] [--board 10]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+
+import jax
+import jax.numpy as jnp
+
+import envs
+from bench.machine import describe
+
+
+def ours(board: int, n: int, steps: int):
+    env, params = envs.make("snake", size=board)
+
+    def run(key):
+        obs, state = jax.vmap(env.reset, in_axes=(0, None))(jax.random.split(key, n), params)
+
+        def body(carry, key):
+            state, acc = carry
+            act_key, step_key = jax.random.split(key)
+            actions = jax.random.randint(act_key, (n,), 0, 4)
+            obs, state, reward, _, _, _ = jax.vmap(env.step, in_axes=(0, 0, 0, None))(
+                jax.random.split(step_key, n), state, actions, params
+            )
+            return (state, acc + obs.sum(dtype=jnp.int32) + reward.sum().astype(jnp.int32)), None
+
+        (_, acc), _ = jax.lax.scan(body, (state, jnp.int32(0)), jax.random.split(key, steps))
+        return acc
+
+    return jax.jit(run)
+
+
+def jumanji_snake(board: int, n: int, steps: int):
+    import jumanji
+    from jumanji.wrappers import VmapAutoResetWrapper
+
+    env = VmapAutoResetWrapper(jumanji.make("Snake-v1", num_rows=board, num_cols=board))
+
+    def run(key):
+        state, _ = env.reset(jax.random.split(key, n))
+
+        def body(carry, key):
+            state, acc = carry
+            actions = jax.random.randint(key, (n,), 0, 4)
+            state, ts = env.step(state, actions)
+            return (state, acc + ts.observation.grid.sum() + ts.reward.sum()), None
+
+        (_, acc), _ = jax.lax.scan(body, (state, jnp.float32(0)), jax.random.split(key, steps))
+        return acc
+
+    return jax.jit(run)
+
+
+def measure(fn, n: int, steps: int, repeats: int = 3) -> float:
+    """Best-of-`repeats` env steps per second, compile excluded."""
+    jax.block_until_ready(fn(jax.random.key(0)))
+    best = float("inf")
+    for i in range(repeats):
+        t0 = time.perf_counter()
+        jax.block_until_ready(fn(jax.random.key(i + 1)))
+        best = min(best, time.perf_counter() - t0)
+    return n * steps / best
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", type=int, nargs="+", default=[1, 64, 1024, 4096, 16384])
+    parser.add_argument("--steps", type=int, default=200, help="scan length per timed call")
+    parser.add_argument("--board", type=int, default=10)
+    parser.add_argument("--out", default="bench/results/env_throughput.json")
+    args = parser.parse_args()
+
+    try:
+        import jumanji  # noqa: F401
+
+        peers = {"jumanji": jumanji_snake}
+    except ImportError:
+        print("jumanji not installed (pip install '.[bench]'): measuring ours only")
+        peers = {}
+
+    rows = []
+    print(f"Snake {args.board}x{args.board}, env steps/s (observation consumed)")
+    print(f"{'n_envs':>8} {'jaxrl':>14} " + " ".join(f"{p:>14}" for p in peers) + "   ratio")
+    for n in args.sizes:
+        steps = args.steps if n >= 64 else args.steps * 10
+        row = {"n_envs": n, "jaxrl": measure(ours(args.board, n, steps), n, steps)}
+        for name, make in peers.items():
+            row[name] = measure(make(args.board, n, steps), n, steps)
+        ratio = row["jaxrl"] / row["jumanji"] if "jumanji" in row else float("nan")
+        row["ratio_vs_jumanji"] = ratio
+        rows.append(row)
+        print(f"{n:>8} {row['jaxrl']:>14,.0f} " + " ".join(f"{row[p]:>14,.0f}" for p in peers) + f"   {ratio:.2f}x")
+
+    result = {
+        "benchmark": "env_throughput",
+        "board": args.board,
+        "when": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "machine": describe(),
+        "rows": rows,
+    }
+    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+    Path(args.out).write_text(json.dumps(result, indent=2) + "\n")
+    print(f"saved {args.out}")
+
+
+if __name__ == "__main__":
+    main()

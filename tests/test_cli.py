@@ -1,0 +1,79 @@
+"""The command line: a smoke run writing the run directory, and bad input as one clear line."""
+
+import csv
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+import yaml
+
+from jaxrl.train import main
+
+
+def test_smoke_run_writes_the_run_directory(tmp_path, capsys):
+    run_dir = tmp_path / "run"
+    code = main(
+        [
+            "env=snake", "env.size=6", "num_envs=64", "algo.num_steps=8", "total_timesteps=4096",
+            "num_chunks=2", "num_seeds=2", f"run_dir={run_dir}", "progress=false",
+        ]
+    )
+    assert code == 0
+    out = capsys.readouterr().out
+    assert out.startswith("device: cpu x1")
+    config = yaml.safe_load((run_dir / "config.yaml").read_text())
+    assert config["env"]["size"] == 6 and config["num_envs"] == 64 and config["algo"]["name"] == "ppo"
+    rows = list(csv.DictReader(open(run_dir / "metrics.csv")))
+    assert len(rows) == 2
+    for column in ("env_steps", "sps", "episode_return", "episode_length", "score"):
+        assert column in rows[0]
+    assert int(rows[-1]["env_steps"]) == 4096
+    summary = json.loads((run_dir / "summary.json").read_text())
+    for key in ("env_steps", "wall_s", "compile_s", "sps", "final_return", "final_score"):
+        assert key in summary, key
+    assert summary["env_steps"] == 2 * 4096 and summary["sps"] > 0
+    assert len(summary["final_score_per_seed"]) == 2
+
+
+def test_gymnax_id_runs(tmp_path):
+    run_dir = tmp_path / "cp"
+    assert main(["env=Acrobot-v1", "total_timesteps=2048", "num_chunks=1", f"run_dir={run_dir}"]) == 0
+    assert json.loads((run_dir / "summary.json").read_text())["env"] == "Acrobot-v1"
+
+
+@pytest.mark.parametrize(
+    "args,expected",
+    [
+        (["env=snak"], "unknown env 'snak'; valid: snake, CartPole-v1"),
+        (["num_envz=4"], "unknown setting 'num_envz'"),
+        (["num_envs=-4"], "num_envs=-4 is invalid: must be > 0"),
+        (["algo.lr=banana"], "bad override 'algo.lr=banana'"),
+        (["algo=sac"], "unknown algo 'sac'; valid: ppo"),
+        (["env.size=2"], "env.size=2 is invalid: must be >= 4"),
+        (["env=CartPole-v1", "env.size=12"], "unknown setting 'env.size'"),
+        (["device=tpu"], "device=tpu is invalid: allowed auto, cpu, gpu, metal"),
+        (["algo.num_minibatches=3", "num_envs=8", "algo.num_steps=4"], "algo.num_minibatches=3 must divide"),
+        (["algo.network=resnet"], "algo.network=resnet is invalid: allowed mlp, cnn"),
+        (["total_timesteps=1"], "total_timesteps=1 is below one update"),
+        (["seed"], "bad argument 'seed': expected key=value"),
+    ],
+)
+def test_bad_input_is_one_line(args, expected, capsys, tmp_path):
+    code = main(args + [f"run_dir={tmp_path / 'never'}"])
+    err = capsys.readouterr().err
+    assert code == 2
+    assert err.startswith("error: ") and expected in err, err
+    assert err.count("\n") == 1 and "Traceback" not in err
+    assert not (tmp_path / "never").exists()
+
+
+def test_entry_point_exit_code_without_traceback(tmp_path):
+    env = dict(os.environ, JAX_PLATFORMS="cpu")
+    proc = subprocess.run(
+        [sys.executable, "-m", "jaxrl.train", "num_envs=-4"], capture_output=True, text=True, env=env, cwd=tmp_path
+    )
+    assert proc.returncode == 2
+    assert proc.stderr.strip() == "error: num_envs=-4 is invalid: must be > 0"
+    assert not (tmp_path / "runs").exists()
