@@ -13,7 +13,7 @@ from __future__ import annotations
 import argparse
 import json
 import time
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import jax
@@ -27,7 +27,7 @@ def ours(board: int, n: int, steps: int):
     env, params = envs.make("snake", size=board)
 
     def run(key):
-        obs, state = jax.vmap(env.reset, in_axes=(0, None))(jax.random.split(key, n), params)
+        _obs, state = jax.vmap(env.reset, in_axes=(0, None))(jax.random.split(key, n), params)
 
         def body(carry, key):
             state, acc = carry
@@ -108,7 +108,7 @@ def main() -> None:
     result = {
         "benchmark": "env_throughput",
         "board": args.board,
-        "when": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "when": datetime.now(UTC).isoformat(timespec="seconds"),
         "machine": describe(),
         "rows": rows,
     }

@@ -8,7 +8,7 @@ from __future__ import annotations
 import argparse
 import json
 import time
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import jax
@@ -30,13 +30,13 @@ def main() -> None:
     env, env_params = make_env(cfg)
     trainer = Trainer(cfg, env, env_params)
     trainer.chunk = args.updates  # one timed chunk of exactly this many updates
-    run_chunk = lambda runner, n: trainer.algo.run_chunk(runner, n, trainer.chunk)  # noqa: E731
+    run_chunk = lambda runner, n: trainer.algo.run_chunk(runner, n, trainer.chunk)
     trainer._chunk_fn = jax.jit(jax.vmap(run_chunk, in_axes=(0, None)), donate_argnums=0)
 
     runner, compile_s = trainer.compile()
     runner, _ = trainer.run_chunk(runner, 1)  # warm-up (first-call allocations)
     t0 = time.perf_counter()
-    runner, stats = trainer.run_chunk(runner, args.updates)
+    runner, _stats = trainer.run_chunk(runner, args.updates)
     jax.block_until_ready(runner)
     dt = time.perf_counter() - t0
     steps = args.updates * trainer.steps_per_update * cfg.num_seeds
@@ -54,7 +54,7 @@ def main() -> None:
         "sps": sps,
         "compile_s": compile_s,
         "timed_steps": steps,
-        "when": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "when": datetime.now(UTC).isoformat(timespec="seconds"),
         "machine": describe(),
     }
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)

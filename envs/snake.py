@@ -160,7 +160,7 @@ class Snake(Env):
                 lo[index >> 5] |= 1 << (index & 31)
             if link & 2:
                 hi[index >> 5] |= 1 << (index & 31)
-        u32 = lambda x: jnp.array(x, jnp.uint32)  # noqa: E731
+        u32 = lambda x: jnp.array(x, jnp.uint32)
         return EnvState(
             occupied=u32(occupied),
             link_lo=u32(lo),

@@ -79,6 +79,6 @@ def compose_config(overrides: list[str]) -> tuple[TrainConfig, Any]:
         validate(typed)
     except ConfigError as e:
         raise UsageError(str(e)) from None
-    except Exception as e:  # Hydra and OmegaConf raise many types; all are bad input here
+    except Exception as e:  # noqa: BLE001  (Hydra and OmegaConf raise many types; all are bad input here)
         raise UsageError(_one_line(e)) from None
     return typed, cfg

@@ -50,7 +50,7 @@ class ActorCritic(nn.Module):
     obs_ndim: int = 1  # dimensions of one observation, so batches of any rank work
 
     def setup(self) -> None:
-        kw = dict(network=self.network, hidden=self.hidden, channels=self.channels, activation=self.activation)
+        kw = {"network": self.network, "hidden": self.hidden, "channels": self.channels, "activation": self.activation}
         self.actor_torso = Torso(**kw)
         self.critic_torso = Torso(**kw)
         self.policy_head = _dense(self.num_actions, 0.01)

@@ -11,10 +11,10 @@ from __future__ import annotations
 import math
 from typing import Any
 
-import flax.struct as struct
 import jax
 import jax.numpy as jnp
 import optax
+from flax import struct
 from gymnax.environments import spaces
 
 from jaxrl import losses, networks
@@ -221,7 +221,7 @@ class PPO:
         stats_shape = jax.eval_shape(self.update, runner)[1]
 
         def slot(r: Runner, i: jax.Array):
-            skip = lambda r: (r, jax.tree.map(lambda s: jnp.zeros(s.shape, s.dtype), stats_shape))  # noqa: E731
+            skip = lambda r: (r, jax.tree.map(lambda s: jnp.zeros(s.shape, s.dtype), stats_shape))
             return jax.lax.cond(i < num_active, self.update, skip, r)
 
         return jax.lax.scan(slot, runner, jnp.arange(length))

@@ -33,7 +33,7 @@ class MetricsCSV:
 
     def write(self, row: dict[str, Any]) -> None:
         if self._writer is None:
-            self._file = open(self.path, "w", newline="")
+            self._file = open(self.path, "w", newline="")  # noqa: SIM115  (kept open across chunks)
             self._writer = csv.DictWriter(self._file, fieldnames=list(row))
             self._writer.writeheader()
         self._writer.writerow({k: (f"{v:.6g}" if isinstance(v, float) else v) for k, v in row.items()})

@@ -57,7 +57,7 @@ class Trainer:
         self.num_updates = self.algo.num_updates
         self.chunk = max(1, math.ceil(self.num_updates / cfg.num_chunks))
         self.steps_per_update = self.algo.batch_size  # per seed
-        run_chunk = lambda runner, n: self.algo.run_chunk(runner, n, self.chunk)  # noqa: E731
+        run_chunk = lambda runner, n: self.algo.run_chunk(runner, n, self.chunk)
         self._chunk_fn = jax.jit(jax.vmap(run_chunk, in_axes=(0, None)), donate_argnums=0)
         self._init_fn = jax.jit(jax.vmap(self.algo.init))
 

@@ -25,7 +25,8 @@ def test_smoke_run_writes_the_run_directory(tmp_path, capsys):
     assert out.startswith("device: cpu x1")
     config = yaml.safe_load((run_dir / "config.yaml").read_text())
     assert config["env"]["size"] == 6 and config["num_envs"] == 64 and config["algo"]["name"] == "ppo"
-    rows = list(csv.DictReader(open(run_dir / "metrics.csv")))
+    with open(run_dir / "metrics.csv") as f:
+        rows = list(csv.DictReader(f))
     assert len(rows) == 2
     for column in ("env_steps", "sps", "episode_return", "episode_length", "score"):
         assert column in rows[0]
@@ -72,7 +73,7 @@ def test_bad_input_is_one_line(args, expected, capsys, tmp_path):
 def test_entry_point_exit_code_without_traceback(tmp_path):
     env = dict(os.environ, JAX_PLATFORMS="cpu")
     proc = subprocess.run(
-        [sys.executable, "-m", "jaxrl.train", "num_envs=-4"], capture_output=True, text=True, env=env, cwd=tmp_path
+        [sys.executable, "-m", "jaxrl.train", "num_envs=-4"], capture_output=True, text=True, env=env, cwd=tmp_path, check=False
     )
     assert proc.returncode == 2
     assert proc.stderr.strip() == "error: num_envs=-4 is invalid: must be > 0"

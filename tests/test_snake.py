@@ -38,7 +38,7 @@ def test_plain_move_frees_the_tail(snake):
 def test_eat_and_grow(snake):
     env, params = snake
     state = env.make_state([(5, 5), (5, 4), (5, 3)], apple=(5, 6), direction=RIGHT, hunger=7)
-    obs, new, reward, terminated, info = step(env, params, state, RIGHT)
+    _obs, new, reward, terminated, info = step(env, params, state, RIGHT)
     assert float(reward) == 1.0 and not bool(terminated)
     assert int(new.length) == 4 and int(info["score"]) == 1 and int(new.hunger) == 0
     assert cells_of(env, new) == {(5, 6), (5, 5), (5, 4), (5, 3)}  # the tail stays
@@ -105,7 +105,7 @@ def test_win_on_a_full_tiny_board():
     path = [(0, 0), (0, 1), (0, 2), (0, 3), (1, 3), (1, 2), (1, 1), (1, 0), (2, 0), (2, 1), (2, 2), (2, 3)]
     path += [(3, 3), (3, 2), (3, 1)]
     state = env.make_state(path[::-1], apple=(3, 0), direction=LEFT)
-    obs, new, reward, terminated, truncated, info = env.step(jax.random.key(0), state, jnp.int32(LEFT), params)
+    _obs, _new, reward, terminated, truncated, info = env.step(jax.random.key(0), state, jnp.int32(LEFT), params)
     assert bool(terminated) and not bool(truncated)
     assert float(reward) == 1.0 and int(info["score"]) == 16 - 3
     assert np.asarray(info["final_observation"])[..., :2].sum() == 16  # the final board is full
@@ -189,7 +189,7 @@ def test_apple_spawn_is_uniform_over_free_cells(snake):
 
 
 def test_observation_channels(snake):
-    env, params = snake
+    env, _params = snake
     state = env.make_state([(2, 2), (2, 1), (1, 1)], apple=(7, 8), direction=RIGHT)
     obs = np.asarray(env.get_obs(state))
     assert obs.shape == (10, 10, 3) and obs.dtype == np.uint8
