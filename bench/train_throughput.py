@@ -28,10 +28,7 @@ def main() -> None:
     overrides = ["env=snake", "algo=ppo", *args.overrides]
     cfg, _ = compose_config(overrides)
     env, env_params = make_env(cfg)
-    trainer = Trainer(cfg, env, env_params)
-    trainer.chunk = args.updates  # one timed chunk of exactly this many updates
-    run_chunk = lambda runner, n: trainer.algo.run_chunk(runner, n, trainer.chunk)
-    trainer._chunk_fn = jax.jit(jax.vmap(run_chunk, in_axes=(0, None)), donate_argnums=0)
+    trainer = Trainer(cfg, env, env_params, chunk=args.updates)  # one timed chunk of exactly this many updates
 
     runner, compile_s = trainer.compile()
     runner, _ = trainer.run_chunk(runner, 1)  # warm-up (first-call allocations)

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import os
-
 from jaxrl.config import ConfigError
 
 # jax platform names behind each device= choice (jax-mps registers "mps"; jax-metal registered "METAL").
@@ -33,7 +31,6 @@ def select_device(choice: str) -> list:
             devices = jax.devices(platform)
         except RuntimeError:
             continue
-        if os.environ.get("JAX_PLATFORMS") is None:
-            jax.config.update("jax_default_device", devices[0])
+        jax.config.update("jax_default_device", devices[0])
         return devices
     raise ConfigError(f"device={choice} requested but jax sees no such backend: {HINTS[choice]}")

@@ -13,8 +13,30 @@ ACTIVATIONS = {"tanh": nn.tanh, "relu": nn.relu, "gelu": nn.gelu, "silu": nn.sil
 NETWORKS = ("mlp", "cnn")
 
 
+def orthogonal(scale: float = 1.0, iterations: int = 60):
+    """Orthogonal initializer built from matmuls only (Newton-Schulz polar factor of a Gaussian matrix).
+
+    flax's `orthogonal` calls LAPACK's QR; batched under `vmap` over seeds, jaxlib 0.10's CPU
+    QR kernel waits on the same 2-thread pool that runs it and deadlocks (seen here, about
+    half the runs). The polar factor of a Gaussian matrix is a uniformly random orthogonal
+    (or semi-orthogonal) matrix, the same distribution QR gives.
+    """
+
+    def init(key: jax.Array, shape: tuple[int, ...], dtype=jnp.float32) -> jax.Array:
+        rows, cols = int(np.prod(shape[:-1])), shape[-1]
+        tall = (max(rows, cols), min(rows, cols))
+        x = jax.random.normal(key, tall, jnp.float32)
+        x = x / jnp.linalg.norm(x)  # every singular value in (0, 1]: Newton-Schulz converges
+        eye = jnp.eye(tall[1], dtype=jnp.float32)
+        x = jax.lax.fori_loop(0, iterations, lambda _, x: x @ (1.5 * eye - 0.5 * x.T @ x), x)
+        x = x if rows >= cols else x.T
+        return (scale * x).reshape(shape).astype(dtype)
+
+    return init
+
+
 def _dense(features: int, scale: float = np.sqrt(2)) -> nn.Dense:
-    return nn.Dense(features, kernel_init=nn.initializers.orthogonal(scale), bias_init=nn.initializers.zeros)
+    return nn.Dense(features, kernel_init=orthogonal(scale), bias_init=nn.initializers.zeros)
 
 
 class Torso(nn.Module):
@@ -31,7 +53,7 @@ class Torso(nn.Module):
         x = obs.astype(jnp.float32)  # compact (uint8/bool) observations become floats only here
         if self.network == "cnn":
             for c in self.channels:
-                x = act(nn.Conv(c, (3, 3), padding="SAME", kernel_init=nn.initializers.orthogonal(np.sqrt(2)))(x))
+                x = act(nn.Conv(c, (3, 3), padding="SAME", kernel_init=orthogonal(np.sqrt(2)))(x))
         x = x.reshape(x.shape[0], -1)
         for h in self.hidden:
             x = act(_dense(h)(x))
@@ -64,21 +86,15 @@ class ActorCritic(nn.Module):
 
     def value(self, obs: jax.Array) -> jax.Array:
         flat, batch = self._flat(obs)
-        return self.value_head(self.critic_torso(self._as_input(flat)))[..., 0].reshape(batch)
+        return self.value_head(self.critic_torso(flat))[..., 0].reshape(batch)
 
     def __call__(self, obs: jax.Array) -> tuple[jax.Array | tuple[jax.Array, jax.Array], jax.Array]:
         flat, batch = self._flat(obs)
-        x = self._as_input(flat)
-        out = self.policy_head(self.actor_torso(x)).reshape(batch + (self.num_actions,))
-        value = self.value_head(self.critic_torso(x))[..., 0].reshape(batch)
+        out = self.policy_head(self.actor_torso(flat)).reshape(batch + (self.num_actions,))
+        value = self.value_head(self.critic_torso(flat))[..., 0].reshape(batch)
         if self.continuous:
             return (out, jnp.broadcast_to(self.log_std, out.shape)), value
         return out, value
-
-    def _as_input(self, flat: jax.Array) -> jax.Array:
-        if self.network == "mlp":
-            return flat.reshape(flat.shape[0], -1)
-        return flat
 
 
 # -- distributions: pure functions over the policy head's output -------------------------------

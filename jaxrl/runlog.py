@@ -44,11 +44,18 @@ class MetricsCSV:
             self._file.close()
 
 
+def _no_nan(value: Any) -> Any:
+    if isinstance(value, float) and math.isnan(value):
+        return None
+    if isinstance(value, list):
+        return [_no_nan(v) for v in value]
+    return value
+
+
 def write_json(path: Path, data: dict[str, Any]) -> None:
-    """Write JSON atomically (NaN becomes null)."""
-    clean = {k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in data.items()}
+    """Write strict JSON atomically (NaN, also inside lists, becomes null)."""
     tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(clean, indent=2) + "\n")
+    tmp.write_text(json.dumps({k: _no_nan(v) for k, v in data.items()}, indent=2, allow_nan=False) + "\n")
     tmp.replace(path)
 
 

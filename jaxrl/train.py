@@ -47,7 +47,7 @@ def default_run_dir(cfg: TrainConfig) -> Path:
 class Trainer:
     """Compiles one chunk of updates for all seeds and drives it from the host."""
 
-    def __init__(self, cfg: TrainConfig, env: Any, env_params: Any):
+    def __init__(self, cfg: TrainConfig, env: Any, env_params: Any, chunk: int | None = None):
         import jax
 
         from jaxrl.ppo import make_train
@@ -55,7 +55,7 @@ class Trainer:
         self.cfg = cfg
         self.algo = make_train(cfg, env, env_params)
         self.num_updates = self.algo.num_updates
-        self.chunk = max(1, math.ceil(self.num_updates / cfg.num_chunks))
+        self.chunk = chunk or max(1, math.ceil(self.num_updates / cfg.num_chunks))  # updates per compiled call
         self.steps_per_update = self.algo.batch_size  # per seed
         run_chunk = lambda runner, n: self.algo.run_chunk(runner, n, self.chunk)
         self._chunk_fn = jax.jit(jax.vmap(run_chunk, in_axes=(0, None)), donate_argnums=0)
