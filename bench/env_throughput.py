@@ -1,9 +1,12 @@
 """Env-only steps/s of our Snake beside Jumanji's Snake, same board, same batch, same run.
 
 Random actions, auto-reset, and the observation consumed (summed into the scan's output): a
-learner reads it, and XLA drops any computation whose result is unused. Each env is stepped
-the way its own API is meant to be used: ours through gymnax's `step` with one key per env per
-step; Jumanji's through its `VmapAutoResetWrapper`.
+learner reads it, and XLA drops any computation whose result is unused. Both envs' observations
+are consumed the same way, `consume`: summed over the env axis first (one vectorized pass over
+the batch), then over the cells. Each env is stepped the way its own API is meant to be used:
+ours through gymnax's `step` with one key per env per step, drawn with the actions in one
+`jax.random.bits` call; Jumanji's through its `VmapAutoResetWrapper` (it keeps its keys in its
+state), with actions drawn the same way.
 
     python -m bench.env_throughput [--sizes 1 64 1024 4096 16384] [--steps 200] [--board 10]
 """
@@ -23,6 +26,18 @@ import envs
 from bench.machine import describe
 
 
+def consume(obs: jax.Array) -> jax.Array:
+    """A scalar that reads every element of a batch of observations (sum over envs, then cells)."""
+    return obs.sum(axis=0, dtype=obs.dtype).sum(dtype=jnp.float32)
+
+
+def actions_and_keys(key: jax.Array, n: int, num_actions: int = 4) -> tuple[jax.Array, jax.Array]:
+    """n random actions and n independent PRNG keys from one threefry draw."""
+    bits = jax.random.bits(key, (n, 3), jnp.uint32)
+    actions = (bits[:, 2] % num_actions).astype(jnp.int32)
+    return actions, jax.random.wrap_key_data(bits[:, :2])
+
+
 def ours(board: int, n: int, steps: int):
     env, params = envs.make("snake", size=board)
 
@@ -31,14 +46,11 @@ def ours(board: int, n: int, steps: int):
 
         def body(carry, key):
             state, acc = carry
-            act_key, step_key = jax.random.split(key)
-            actions = jax.random.randint(act_key, (n,), 0, 4)
-            obs, state, reward, _, _, _ = jax.vmap(env.step, in_axes=(0, 0, 0, None))(
-                jax.random.split(step_key, n), state, actions, params
-            )
-            return (state, acc + obs.sum(dtype=jnp.int32) + reward.sum().astype(jnp.int32)), None
+            actions, keys = actions_and_keys(key, n)
+            obs, state, reward, _, _, _ = jax.vmap(env.step, in_axes=(0, 0, 0, None))(keys, state, actions, params)
+            return (state, acc + consume(obs) + reward.sum()), None
 
-        (_, acc), _ = jax.lax.scan(body, (state, jnp.int32(0)), jax.random.split(key, steps))
+        (_, acc), _ = jax.lax.scan(body, (state, jnp.float32(0)), jax.random.split(key, steps))
         return acc
 
     return jax.jit(run)
@@ -55,9 +67,9 @@ def jumanji_snake(board: int, n: int, steps: int):
 
         def body(carry, key):
             state, acc = carry
-            actions = jax.random.randint(key, (n,), 0, 4)
+            actions, _ = actions_and_keys(key, n)
             state, ts = env.step(state, actions)
-            return (state, acc + ts.observation.grid.sum() + ts.reward.sum()), None
+            return (state, acc + consume(ts.observation.grid) + ts.reward.sum()), None
 
         (_, acc), _ = jax.lax.scan(body, (state, jnp.float32(0)), jax.random.split(key, steps))
         return acc

@@ -1,6 +1,6 @@
 """End-to-end PPO steps/s on Snake with the default config (compile time reported apart).
 
-    python -m bench.train_throughput [--updates 40] [key=value overrides ...]
+python -m bench.train_throughput [--updates 40] [key=value overrides ...]
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from jaxrl.train import Trainer, make_env
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--updates", type=int, default=40, help="updates timed after compile")
+    parser.add_argument("--updates", type=int, default=100, help="updates timed after compile")
     parser.add_argument("--out", default="bench/results/train_throughput.json")
     parser.add_argument("overrides", nargs="*", help="config overrides, as for python -m jaxrl.train")
     args = parser.parse_args()

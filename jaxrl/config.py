@@ -59,10 +59,13 @@ class PPOConfig:
     vf_coef: float = 0.5  # value loss weight
     max_grad_norm: float = 0.5  # global gradient-norm clip
     normalize_advantages: bool = True  # per-minibatch advantage normalization
+    normalize_obs: bool = False  # normalize observations by running mean/std (clipped to +-10), like VecNormalize
+    reward_scale: float = 1.0  # rewards are multiplied by this for learning (metrics stay raw)
     network: str = "mlp"  # mlp | cnn
     hidden: list[int] = field(default_factory=lambda: [64, 64])  # dense layer widths (after convs for cnn)
     channels: list[int] = field(default_factory=lambda: [16, 32])  # 3x3 conv channels (cnn only)
     activation: str = "tanh"  # tanh | relu | gelu | silu
+    shared_torso: bool = False  # one torso for actor and critic (half the compute) instead of two
 
 
 @dataclass
@@ -93,7 +96,7 @@ def validate(cfg: TrainConfig) -> None:
     if cfg.device not in DEVICES:
         raise ConfigError(f"device={cfg.device} is invalid: allowed {', '.join(DEVICES)}")
     a = cfg.algo
-    for name in ("lr", "num_steps", "update_epochs", "num_minibatches", "max_grad_norm"):
+    for name in ("lr", "num_steps", "update_epochs", "num_minibatches", "max_grad_norm", "reward_scale"):
         _positive(f"algo.{name}", getattr(a, name))
     for name in ("gamma", "gae_lambda"):
         if not 0 <= getattr(a, name) <= 1:

@@ -61,7 +61,11 @@ class Torso(nn.Module):
 
 
 class ActorCritic(nn.Module):
-    """Separate actor and critic torsos; `__call__` gives (policy params, value), `value` the critic only."""
+    """Actor and critic torsos (separate, or one shared when `shared`); `__call__` gives (policy params, value).
+
+    A shared torso halves the network's cost (rollout and SGD alike); separate torsos keep the
+    value loss from pulling on the policy's features.
+    """
 
     num_actions: int  # discrete: number of actions; continuous: action dimension
     continuous: bool
@@ -70,11 +74,12 @@ class ActorCritic(nn.Module):
     channels: Sequence[int] = (16, 32)
     activation: str = "tanh"
     obs_ndim: int = 1  # dimensions of one observation, so batches of any rank work
+    shared: bool = False
 
     def setup(self) -> None:
         kw = {"network": self.network, "hidden": self.hidden, "channels": self.channels, "activation": self.activation}
         self.actor_torso = Torso(**kw)
-        self.critic_torso = Torso(**kw)
+        self.critic_torso = self.actor_torso if self.shared else Torso(**kw)
         self.policy_head = _dense(self.num_actions, 0.01)
         self.value_head = _dense(1, 1.0)
         if self.continuous:
@@ -90,8 +95,9 @@ class ActorCritic(nn.Module):
 
     def __call__(self, obs: jax.Array) -> tuple[jax.Array | tuple[jax.Array, jax.Array], jax.Array]:
         flat, batch = self._flat(obs)
-        out = self.policy_head(self.actor_torso(flat)).reshape(batch + (self.num_actions,))
-        value = self.value_head(self.critic_torso(flat))[..., 0].reshape(batch)
+        features = self.actor_torso(flat)
+        out = self.policy_head(features).reshape(batch + (self.num_actions,))
+        value = self.value_head(features if self.shared else self.critic_torso(flat))[..., 0].reshape(batch)
         if self.continuous:
             return (out, jnp.broadcast_to(self.log_std, out.shape)), value
         return out, value

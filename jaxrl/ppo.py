@@ -33,6 +33,33 @@ class Runner:
     episode_return: jax.Array  # (num_envs,) float32, return of the running episodes
     episode_length: jax.Array  # (num_envs,) int32, steps of the running episodes
     update: jax.Array  # () int32, updates done
+    obs_stats: ObsStats | None = None  # running observation statistics when algo.normalize_obs
+
+
+@struct.dataclass
+class ObsStats:
+    """Running mean and variance of observations (Chan's parallel update), as SB3's VecNormalize keeps."""
+
+    mean: jax.Array  # obs_shape float32
+    var: jax.Array  # obs_shape float32
+    count: jax.Array  # () float32
+
+    @classmethod
+    def create(cls, obs_shape: tuple[int, ...]) -> ObsStats:
+        return cls(jnp.zeros(obs_shape, jnp.float32), jnp.ones(obs_shape, jnp.float32), jnp.float32(1e-4))
+
+    def update(self, batch: jax.Array) -> ObsStats:
+        """Fold in a batch of observations (any leading axes)."""
+        x = batch.reshape((-1,) + self.mean.shape).astype(jnp.float32)
+        n = jnp.float32(x.shape[0])
+        mean, var = x.mean(axis=0), x.var(axis=0)
+        total = self.count + n
+        delta = mean - self.mean
+        m2 = self.var * self.count + var * n + delta**2 * self.count * n / total
+        return ObsStats(self.mean + delta * n / total, m2 / total, total)
+
+    def normalize(self, obs: jax.Array, clip: float = 10.0) -> jax.Array:
+        return jnp.clip((obs.astype(jnp.float32) - self.mean) / jnp.sqrt(self.var + 1e-8), -clip, clip)
 
 
 @struct.dataclass
@@ -43,7 +70,7 @@ class Transition:
     action: jax.Array
     log_prob: jax.Array
     value: jax.Array
-    next_value: jax.Array  # value of the observation the step reached, before any auto-reset
+    next_value: jax.Array  # value of the observation the step reached, before any auto-reset (see `collect`)
     reward: jax.Array
     terminated: jax.Array
     truncated: jax.Array
@@ -61,6 +88,24 @@ def episode_stats(reward, done, info, ep_return, ep_length):
     if "score" in info:
         stats["score_sum"] = jnp.where(done, info["score"], 0).sum(dtype=jnp.float32)
     return jnp.where(done, 0.0, ep_return), jnp.where(done, 0, ep_length), stats
+
+
+def values_where(value_fn, obs: jax.Array, mask: jax.Array, rows: int) -> jax.Array:
+    """`value_fn(obs)` on the rows where `mask` holds, 0 elsewhere, evaluated `rows` rows at a time.
+
+    Truncations are rare, so evaluating the critic on a few gathered rows (repeated until every
+    masked row is done: exact however many there are) beats a pass over the whole batch.
+    """
+    n = mask.shape[0]
+
+    def body(carry):
+        pending, out = carry
+        idx = jnp.nonzero(pending, size=rows, fill_value=n)[0]  # n marks an unused slot
+        values = value_fn(obs[jnp.minimum(idx, n - 1)])
+        return pending.at[idx].set(False, mode="drop"), out.at[idx].set(values, mode="drop")
+
+    _, out = jax.lax.while_loop(lambda c: c[0].any(), body, (mask, jnp.zeros(n, jnp.float32)))
+    return out
 
 
 class PPO:
@@ -87,6 +132,7 @@ class PPO:
             channels=tuple(self.algo.channels),
             activation=self.algo.activation,
             obs_ndim=len(obs_shape),
+            shared=self.algo.shared_torso,
         )
         self.obs_shape = obs_shape
         steps = self.num_updates * self.algo.update_epochs * self.algo.num_minibatches
@@ -105,6 +151,11 @@ class PPO:
         size, rest = divmod(self.batch_size, self.algo.num_minibatches)
         assert rest == 0, f"num_minibatches={self.algo.num_minibatches} must divide {self.batch_size}"
         return size
+
+    @property
+    def bootstrap_rows(self) -> int:
+        """Rows per critic pass over truncated envs' final observations (see `values_where`)."""
+        return max(1, self.cfg.num_envs // 16)
 
     @property
     def num_updates(self) -> int:
@@ -129,14 +180,19 @@ class PPO:
             episode_return=jnp.zeros(n, jnp.float32),
             episode_length=jnp.zeros(n, jnp.int32),
             update=jnp.zeros((), jnp.int32),
+            obs_stats=ObsStats.create(self.obs_shape) if self.algo.normalize_obs else None,
         )
 
     # -- rollout ----------------------------------------------------------------------------
 
+    def prepare(self, obs_stats: ObsStats | None, obs: jax.Array) -> jax.Array:
+        """Network input: the observation, normalized by the running statistics when they are kept."""
+        return obs if obs_stats is None else obs_stats.normalize(obs)
+
     def env_step(self, runner: Runner, key: jax.Array) -> tuple[Runner, tuple[Transition, dict]]:
         """Act in every env once."""
         act_key, step_key = jax.random.split(key)
-        pi, value = self.network.apply(runner.params, runner.obs)
+        pi, value = self.network.apply(runner.params, self.prepare(runner.obs_stats, runner.obs))
         action = networks.sample(act_key, pi, self.continuous)
         log_prob = networks.log_prob(pi, action, self.continuous)
         env_action = jnp.clip(action, self.action_low, self.action_high) if self.continuous else action
@@ -144,25 +200,36 @@ class PPO:
         obs, env_state, reward, terminated, truncated, info = jax.vmap(self.env.step, in_axes=(0, 0, 0, None))(
             step_keys, runner.env_state, env_action, self.env_params
         )
-        next_value = self.network.apply(runner.params, info["final_observation"], method="value")
+        value_fn = lambda o: self.network.apply(runner.params, self.prepare(runner.obs_stats, o), method="value")
+        # Only truncated steps bootstrap from final_observation; `collect` fills in the rest.
+        truncated_value = values_where(value_fn, info["final_observation"], truncated, self.bootstrap_rows)
         done = terminated | truncated
-        ep_return, ep_length, stats = episode_stats(
-            reward, done, info, runner.episode_return, runner.episode_length
+        ep_return, ep_length, stats = episode_stats(reward, done, info, runner.episode_return, runner.episode_length)
+        learn_reward = reward * self.algo.reward_scale
+        transition = Transition(
+            runner.obs, action, log_prob, value, truncated_value, learn_reward, terminated, truncated
         )
-        transition = Transition(runner.obs, action, log_prob, value, next_value, reward, terminated, truncated)
         runner = runner.replace(obs=obs, env_state=env_state, episode_return=ep_return, episode_length=ep_length)
         return runner, (transition, stats)
 
     def collect(self, runner: Runner, key: jax.Array) -> tuple[Runner, Transition, dict]:
-        """Roll out num_steps in every env; episode stats summed over the rollout."""
+        """Roll out num_steps in every env; episode stats summed over the rollout.
+
+        The value of the observation step t reached is the next step's value unless the episode
+        ended there; a truncated step's comes from its final_observation (`env_step`), and a
+        terminated step's is never used.
+        """
         keys = jax.random.split(key, self.algo.num_steps)
         runner, (traj, stats) = jax.lax.scan(self.env_step, runner, keys)
+        last_value = self.network.apply(runner.params, self.prepare(runner.obs_stats, runner.obs), method="value")
+        following = jnp.concatenate([traj.value[1:], last_value[None]])
+        traj = traj.replace(next_value=jnp.where(traj.truncated, traj.next_value, following))
         return runner, traj, jax.tree.map(jnp.sum, stats)
 
     # -- learning --------------------------------------------------------------------------
 
-    def loss(self, params: Any, batch: Transition, advantages: jax.Array, targets: jax.Array):
-        pi, value = self.network.apply(params, batch.obs)
+    def loss(self, params: Any, obs_stats: ObsStats | None, batch: Transition, advantages, targets):
+        pi, value = self.network.apply(params, self.prepare(obs_stats, batch.obs))
         return losses.ppo_loss(
             networks.log_prob(pi, batch.action, self.continuous),
             batch.log_prob,
@@ -178,14 +245,14 @@ class PPO:
             normalize_advantages=self.algo.normalize_advantages,
         )
 
-    def minibatch_step(self, carry, minibatch):
+    def minibatch_step(self, carry, minibatch, obs_stats: ObsStats | None = None):
         params, opt_state = carry
         batch, advantages, targets = minibatch
-        grads, stats = jax.grad(self.loss, has_aux=True)(params, batch, advantages, targets)
+        grads, stats = jax.grad(self.loss, has_aux=True)(params, obs_stats, batch, advantages, targets)
         updates, opt_state = self.optimizer.update(grads, opt_state, params)
         return (optax.apply_updates(params, updates), opt_state), stats
 
-    def epoch(self, carry, key: jax.Array, data):
+    def epoch(self, carry, key: jax.Array, data, obs_stats: ObsStats | None = None):
         """One pass over the rollout in shuffled minibatches."""
         perm = jax.random.permutation(key, self.batch_size)
 
@@ -193,7 +260,8 @@ class PPO:
             x = x.reshape((self.batch_size,) + x.shape[2:])[perm]
             return x.reshape((self.algo.num_minibatches, self.minibatch_size) + x.shape[1:])
 
-        return jax.lax.scan(self.minibatch_step, carry, jax.tree.map(split, data))
+        step = lambda c, minibatch: self.minibatch_step(c, minibatch, obs_stats)
+        return jax.lax.scan(step, carry, jax.tree.map(split, data))
 
     def update(self, runner: Runner) -> tuple[Runner, dict]:
         """Collect one rollout and learn from it for update_epochs epochs."""
@@ -211,9 +279,14 @@ class PPO:
         carry = (runner.params, runner.opt_state)
         data = (traj, advantages, targets)
         epoch_keys = jax.random.split(epoch_key, self.algo.update_epochs)
-        (params, opt_state), loss_stats = jax.lax.scan(lambda c, k: self.epoch(c, k, data), carry, epoch_keys)
+        obs_stats = runner.obs_stats  # the statistics the rollout acted with
+        (params, opt_state), loss_stats = jax.lax.scan(
+            lambda c, k: self.epoch(c, k, data, obs_stats), carry, epoch_keys
+        )
         stats.update(jax.tree.map(jnp.mean, loss_stats))
-        runner = runner.replace(params=params, opt_state=opt_state, update=runner.update + 1)
+        if obs_stats is not None:
+            obs_stats = obs_stats.update(traj.obs)
+        runner = runner.replace(params=params, opt_state=opt_state, update=runner.update + 1, obs_stats=obs_stats)
         return runner, stats
 
     def run_chunk(self, runner: Runner, num_active: jax.Array, length: int) -> tuple[Runner, dict]:

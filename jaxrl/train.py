@@ -142,8 +142,10 @@ def train(cfg: TrainConfig, resolved: Any) -> dict[str, Any]:
     final = f"final return {summary['final_return']:.2f}" if summary["final_return"] is not None else ""
     if "final_score" in summary and summary["final_score"] is not None:
         final += f", final score {summary['final_score']:.2f}"
-    print(f"{'interrupted' if interrupted else 'done'}: {summary['env_steps']:,} env steps in "
-          f"{summary['wall_s']:.1f}s ({summary['sps']:,.0f} steps/s after compile); {final}; {run_dir}")
+    print(
+        f"{'interrupted' if interrupted else 'done'}: {summary['env_steps']:,} env steps in "
+        f"{summary['wall_s']:.1f}s ({summary['sps']:,.0f} steps/s after compile); {final}; {run_dir}"
+    )
     return summary
 
 
@@ -170,7 +172,9 @@ def summarize(cfg, history, steps_per_update, done_updates, compile_s, train_s) 
         summary["final_return"] = last.get("episode_return", math.nan)
         if "score" in last:
             summary["final_score"] = last["score"]
-        per_seed = [episode_means({k: v[s:s + 1, -tail:] for k, v in per_update.items()}) for s in range(cfg.num_seeds)]
+        per_seed = [
+            episode_means({k: v[s : s + 1, -tail:] for k, v in per_update.items()}) for s in range(cfg.num_seeds)
+        ]
         summary["final_return_per_seed"] = [m["episode_return"] for m in per_seed]
         if "score" in last:
             summary["final_score_per_seed"] = [m["score"] for m in per_seed]

@@ -16,8 +16,15 @@ def test_smoke_run_writes_the_run_directory(tmp_path, capsys):
     run_dir = tmp_path / "run"
     code = main(
         [
-            "env=snake", "env.size=6", "num_envs=64", "algo.num_steps=8", "total_timesteps=4096",
-            "num_chunks=2", "num_seeds=2", f"run_dir={run_dir}", "progress=false",
+            "env=snake",
+            "env.size=6",
+            "num_envs=64",
+            "algo.num_steps=8",
+            "total_timesteps=4096",
+            "num_chunks=2",
+            "num_seeds=2",
+            f"run_dir={run_dir}",
+            "progress=false",
         ]
     )
     assert code == 0
@@ -73,7 +80,12 @@ def test_bad_input_is_one_line(args, expected, capsys, tmp_path):
 def test_entry_point_exit_code_without_traceback(tmp_path):
     env = dict(os.environ, JAX_PLATFORMS="cpu")
     proc = subprocess.run(
-        [sys.executable, "-m", "jaxrl.train", "num_envs=-4"], capture_output=True, text=True, env=env, cwd=tmp_path, check=False
+        [sys.executable, "-m", "jaxrl.train", "num_envs=-4"],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=tmp_path,
+        check=False,
     )
     assert proc.returncode == 2
     assert proc.stderr.strip() == "error: num_envs=-4 is invalid: must be > 0"

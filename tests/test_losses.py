@@ -38,8 +38,18 @@ def test_ppo_loss_hand_numbers():
     new_v, old_v, targets = jnp.array([1.0, 2.0, 3.0]), jnp.array([1.0, 1.0, 3.0]), jnp.array([2.0, 2.0, 3.0])
     ent = jnp.array([0.3, 0.3, 0.3])
     total, stats = ppo_loss(
-        new_lp, old_lp, adv, new_v, old_v, targets, ent, clip_eps=0.2, vf_coef=0.5, ent_coef=0.1,
-        clip_value=True, normalize_advantages=False,
+        new_lp,
+        old_lp,
+        adv,
+        new_v,
+        old_v,
+        targets,
+        ent,
+        clip_eps=0.2,
+        vf_coef=0.5,
+        ent_coef=0.1,
+        clip_value=True,
+        normalize_advantages=False,
     )
     # surrogate: min(1.5*1, 1.2*1) = 1.2; min(1*-1, 1*-1) = -1; min(.5*2, .8*2) = 1.0 -> pg = -(1.2 - 1 + 1)/3
     assert float(stats["policy_loss"]) == pytest.approx(-0.4)

@@ -32,3 +32,23 @@ def test_actor_critic_shapes(network, obs_shape):
     logits, value = net.apply(params, obs)
     assert logits.shape == (5, 7, 3) and value.shape == (5, 7)
     assert net.apply(params, obs, method="value").shape == (5, 7)
+
+
+def test_shared_torso_has_one_torso_feeding_both_heads():
+    obs = jax.random.uniform(jax.random.key(2), (8, 10))
+    sizes = {}
+    for shared in (False, True):
+        net = ActorCritic(num_actions=4, continuous=False, hidden=(32, 32), shared=shared)
+        params = net.init(jax.random.key(0), obs[:1])
+        sizes[shared] = sum(x.size for x in jax.tree.leaves(params))
+        logits, value = net.apply(params, obs)
+        assert logits.shape == (8, 4) and value.shape == (8,)
+        np.testing.assert_allclose(net.apply(params, obs, method="value"), value, rtol=1e-6)
+    torso = 10 * 32 + 32 + 32 * 32 + 32
+    assert sizes[False] - sizes[True] == torso
+    # In the shared net the value gradient reaches the torso the policy uses.
+    net = ActorCritic(num_actions=4, continuous=False, hidden=(32, 32), shared=True)
+    params = net.init(jax.random.key(0), obs[:1])
+    grads = jax.grad(lambda p: net.apply(p, obs, method="value").sum())(params)
+    torso_grads = [g for path, g in jax.tree_util.tree_leaves_with_path(grads) if "actor_torso" in str(path)]
+    assert torso_grads and any(float(jnp.abs(g).max()) > 0 for g in torso_grads)

@@ -3,11 +3,13 @@
 import jax
 import jax.numpy as jnp
 import numpy as np
+import pytest
 
 import envs
+from jaxrl.cli_config import compose_config
 from jaxrl.config import EnvConfig, PPOConfig, SnakeEnvConfig, TrainConfig
-from jaxrl.ppo import make_train
-from jaxrl.train import Trainer
+from jaxrl.ppo import ObsStats, make_train
+from jaxrl.train import Trainer, make_env
 
 
 def final_mean(stats, key="return_sum", tail=0.1):
@@ -65,8 +67,12 @@ def test_one_trace_serves_every_chunk(monkeypatch):
 
     monkeypatch.setattr(ppo_module.PPO, "run_chunk", counting)
     cfg = TrainConfig(
-        env=EnvConfig(name="CartPole-v1"), algo=PPOConfig(num_steps=16), num_envs=4, num_seeds=2,
-        total_timesteps=64 * 7, num_chunks=3,
+        env=EnvConfig(name="CartPole-v1"),
+        algo=PPOConfig(num_steps=16),
+        num_envs=4,
+        num_seeds=2,
+        total_timesteps=64 * 7,
+        num_chunks=3,
     )
     env, params = envs.make("CartPole-v1")
     trainer = Trainer(cfg, env, params)
@@ -79,3 +85,95 @@ def test_one_trace_serves_every_chunk(monkeypatch):
     assert traces == [3], traces
     assert sizes == [(2, 3), (2, 3), (2, 1)]
     assert np.asarray(runner.update).tolist() == [7, 7]
+
+
+# The shipped tuned defaults (configs/tuned/ppo_<id>.yaml) learn every classic-control id.
+CLASSIC_CONTROL = {
+    "Acrobot-v1": -100.0,
+    "Pendulum-v1": -250.0,
+    "MountainCar-v0": -150.0,
+    "MountainCarContinuous-v0": 80.0,
+}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("env_id", sorted(CLASSIC_CONTROL))
+def test_tuned_defaults_learn_classic_control(env_id):
+    cfg, _ = compose_config([f"env={env_id}"])
+    env, params = make_env(cfg)
+    ppo = make_train(cfg, env, params)
+    _, stats = jax.jit(ppo.train)(jax.random.key(2))
+    assert final_mean(stats) >= CLASSIC_CONTROL[env_id], env_id
+
+
+def test_observation_statistics_match_numpy():
+    rng = np.random.default_rng(0)
+    batches = [rng.normal(3.0, 2.0, (n, 2, 5)).astype(np.float32) for n in (7, 64, 1, 300)]
+    stats = ObsStats.create((5,))
+    for b in batches:
+        stats = stats.update(jnp.asarray(b))
+    data = np.concatenate([b.reshape(-1, 5) for b in batches])
+    np.testing.assert_allclose(stats.mean, data.mean(0), rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(stats.var, data.var(0), rtol=1e-3)
+    z = np.asarray(stats.normalize(jnp.asarray(data)))
+    np.testing.assert_allclose(z.mean(0), 0, atol=1e-3)
+    np.testing.assert_allclose(z.std(0), 1, atol=1e-3)
+    assert float(stats.normalize(jnp.full((5,), 1e6)).max()) == 10.0  # clipped
+
+
+def test_reward_scale_scales_learning_rewards_not_metrics():
+    cfg = TrainConfig(
+        env=EnvConfig(name="CartPole-v1"),
+        algo=PPOConfig(num_steps=64, reward_scale=0.25),
+        num_envs=4,
+        total_timesteps=256,
+    )
+    env, params = envs.make("CartPole-v1")
+    ppo = make_train(cfg, env, params)
+    runner = ppo.init(jax.random.key(0))
+    _, traj, stats = ppo.collect(runner, jax.random.key(1))
+    np.testing.assert_allclose(np.asarray(traj.reward), 0.25)  # CartPole pays 1 per step
+    assert float(stats["episodes"]) > 0
+    assert float(stats["return_sum"]) == float(stats["length_sum"])  # raw returns: 1 per step
+
+
+@pytest.mark.parametrize("count", [0, 1, 3, 4, 11, 40])
+def test_values_where_is_exact_for_any_number_of_rows(count):
+    from jaxrl.ppo import values_where
+
+    obs = jax.random.normal(jax.random.key(0), (40, 3))
+    mask = jnp.zeros(40, bool).at[jax.random.permutation(jax.random.key(1), 40)[:count]].set(True)
+    value_fn = lambda o: o.sum(-1) * 2.0 + 1.0
+    got = jax.jit(values_where, static_argnums=(0, 3))(value_fn, obs, mask, 4)  # 4 rows per pass: overflow too
+    np.testing.assert_allclose(got, jnp.where(mask, value_fn(obs), 0.0), rtol=1e-6)
+
+
+def test_collect_bootstraps_truncation_from_final_observation():
+    # Pendulum truncates every 200 steps and never terminates; its dynamics are deterministic.
+    cfg = TrainConfig(
+        env=EnvConfig(name="Pendulum-v1"), algo=PPOConfig(num_steps=256), num_envs=8, total_timesteps=2048
+    )
+    env, params = envs.make("Pendulum-v1")
+    ppo = make_train(cfg, env, params)
+    runner = ppo.init(jax.random.key(0))
+    new_runner, traj, _ = jax.jit(ppo.collect)(runner, jax.random.key(1))
+    value = jax.jit(lambda o: ppo.network.apply(runner.params, o, method="value"))
+    truncated = np.asarray(traj.truncated)
+    assert truncated.sum() == 8 and not bool(traj.terminated.any())
+
+    # Reference: replay the rollout keeping each pre-step env state and the next observation.
+    def step(r, key):
+        before = r.env_state
+        r, _ = ppo.env_step(r, key)
+        return r, (before, r.obs)
+
+    _, (states, next_obs) = jax.jit(lambda r: jax.lax.scan(step, r, jax.random.split(jax.random.key(1), 256)))(runner)
+    next_value = np.asarray(traj.next_value)
+    np.testing.assert_allclose(next_value[~truncated], np.asarray(value(next_obs))[~truncated], rtol=1e-5, atol=1e-5)
+    for t, e in zip(*np.nonzero(truncated)):
+        state = jax.tree.map(lambda x, t=t, e=e: x[t, e], states)
+        action = jnp.clip(traj.action[t, e], -2.0, 2.0)
+        final_obs = env.step_env(jax.random.key(0), state, action, params)[0]
+        np.testing.assert_allclose(next_value[t, e], float(value(final_obs[None])[0]), rtol=1e-5, atol=1e-5)
+        assert abs(next_value[t, e] - float(value(next_obs[t, e][None])[0])) > 1e-4  # not the reset obs
+    np.testing.assert_allclose(np.asarray(new_runner.obs), np.asarray(next_obs[-1]))

@@ -118,9 +118,7 @@ def test_truncation_is_not_termination(snake):
     assert bool(truncated) and not bool(terminated)
     assert np.asarray(info["final_observation"])[5, 6, 0] == 1  # the cut episode's last observation
     assert int(reset.time) == 0 and int(reset.length) == 3  # auto-reset
-    old = env.make_state(
-        [(5, 5), (5, 4), (5, 3)], apple=(0, 0), direction=RIGHT, time=params.max_steps_in_episode - 1
-    )
+    old = env.make_state([(5, 5), (5, 4), (5, 3)], apple=(0, 0), direction=RIGHT, time=params.max_steps_in_episode - 1)
     _, _, _, terminated, truncated, _ = env.step(jax.random.key(0), old, jnp.int32(RIGHT), params)
     assert bool(truncated) and not bool(terminated)
     dying = env.make_state([(4, 9), (4, 8), (4, 7)], apple=(0, 0), direction=RIGHT, hunger=params.hunger_limit - 1)
