@@ -20,12 +20,13 @@ from jaxrl.train import Trainer, make_env
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--algo", default="ppo", choices=["ppo", "dqn"])
     parser.add_argument("--updates", type=int, default=100, help="updates timed after compile")
-    parser.add_argument("--out", default="bench/results/train_throughput.json")
+    parser.add_argument("--out", default=None, help="default bench/results/train_throughput_<algo>.json")
     parser.add_argument("overrides", nargs="*", help="config overrides, as for python -m jaxrl.train")
     args = parser.parse_args()
 
-    overrides = ["env=snake", "algo=ppo", *args.overrides]
+    overrides = ["env=snake", f"algo={args.algo}", *args.overrides]
     cfg, _ = compose_config(overrides)
     env, env_params = make_env(cfg)
     trainer = Trainer(cfg, env, env_params, chunk=args.updates)  # one timed chunk of exactly this many updates
@@ -38,14 +39,16 @@ def main() -> None:
     dt = time.perf_counter() - t0
     steps = args.updates * trainer.steps_per_update * cfg.num_seeds
     sps = steps / dt
-    print(f"PPO on {cfg.env.name}: {sps:,.0f} env steps/s ({steps:,} steps in {dt:.1f}s); compile {compile_s:.1f}s")
+    print(
+        f"{args.algo.upper()} on {cfg.env.name}: {sps:,.0f} env steps/s ({steps:,} steps in {dt:.1f}s); compile {compile_s:.1f}s"
+    )
     result = {
         "benchmark": "train_throughput",
-        "algo": "ppo",
+        "algo": args.algo,
         "env": cfg.env.name,
         "overrides": overrides,
         "num_envs": cfg.num_envs,
-        "num_steps": cfg.algo.num_steps,
+        "steps_per_update": trainer.steps_per_update,
         "network": cfg.algo.network,
         "hidden": list(cfg.algo.hidden),
         "sps": sps,
@@ -54,6 +57,7 @@ def main() -> None:
         "when": datetime.now(UTC).isoformat(timespec="seconds"),
         "machine": describe(),
     }
+    args.out = args.out or f"bench/results/train_throughput_{args.algo}.json"
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text(json.dumps(result, indent=2) + "\n")
     print(f"saved {args.out}")

@@ -5,9 +5,9 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from jaxrl.config import EnvConfig, PPOConfig, SnakeEnvConfig, TrainConfig, validate
+from jaxrl.config import DQNConfig, EnvConfig, PPOConfig, SnakeEnvConfig, TrainConfig, validate
 
-ALGOS = {"ppo": PPOConfig}
+ALGOS = {"ppo": PPOConfig, "dqn": DQNConfig}
 ENV_SCHEMAS = {"snake": SnakeEnvConfig}
 
 

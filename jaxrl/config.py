@@ -69,11 +69,44 @@ class PPOConfig:
 
 
 @dataclass
+class DQNConfig:
+    """Deep Q-learning with an on-device replay buffer, target network, n-step returns and double DQN.
+
+    One update collects `train_freq` env steps per seed (or one vector step when num_envs is
+    larger) and then takes `gradient_steps` gradient steps, so the replay ratio is
+    batch_size * gradient_steps / train_freq sampled transitions per env step.
+    """
+
+    name: str = "dqn"  # algorithm id
+    lr: float = 2.5e-4  # Adam learning rate (start of the schedule when annealed)
+    anneal_lr: bool = False  # decay the learning rate linearly to 0 over training
+    buffer_size: int = 10_000  # replay capacity in transitions per seed (rounded down to whole vector steps)
+    batch_size: int = 128  # transitions per gradient step
+    learning_starts: int = 10_000  # env steps per seed before the first gradient step
+    train_freq: int = 4  # env steps per seed (all envs together) per `gradient_steps` gradient steps
+    gradient_steps: int = 1  # gradient steps per train_freq env steps
+    target_update_interval: int = 500  # env steps per seed between target-network updates
+    tau: float = 1.0  # target update weight: 1 copies (hard), < 1 blends (soft, Polyak)
+    epsilon_start: float = 1.0  # exploration rate at the start
+    epsilon_end: float = 0.05  # exploration rate after the decay
+    epsilon_decay: float = 0.5  # fraction of total_timesteps over which epsilon falls linearly
+    gamma: float = 0.99  # discount
+    n_step: int = 1  # n-step returns (1: one-step TD)
+    double: bool = True  # double DQN: the online net picks the next action, the target net values it
+    max_grad_norm: float = 10.0  # global gradient-norm clip
+    huber_delta: float = 1.0  # Huber loss threshold
+    network: str = "mlp"  # mlp | cnn
+    hidden: list[int] = field(default_factory=lambda: [120, 84])  # dense layer widths (after convs for cnn)
+    channels: list[int] = field(default_factory=lambda: [16, 32])  # 3x3 conv channels (cnn only)
+    activation: str = "relu"  # tanh | relu | gelu | silu
+
+
+@dataclass
 class TrainConfig:
     """One training run."""
 
     env: Any = None  # env group: snake or any gymnax id
-    algo: Any = None  # algo group: ppo
+    algo: Any = None  # algo group: ppo | dqn
     seed: int = 0  # base seed; seed i of num_seeds uses fold_in(seed, i)
     num_seeds: int = 1  # independent agents trained side by side in one program (a vmap axis)
     num_envs: int = 4  # parallel envs per seed
@@ -96,17 +129,29 @@ def validate(cfg: TrainConfig) -> None:
     if cfg.device not in DEVICES:
         raise ConfigError(f"device={cfg.device} is invalid: allowed {', '.join(DEVICES)}")
     a = cfg.algo
-    for name in ("lr", "num_steps", "update_epochs", "num_minibatches", "max_grad_norm", "reward_scale"):
-        _positive(f"algo.{name}", getattr(a, name))
-    for name in ("gamma", "gae_lambda"):
-        if not 0 <= getattr(a, name) <= 1:
-            raise ConfigError(f"algo.{name}={getattr(a, name)} is invalid: must be in [0, 1]")
     if a.network not in NETWORKS:
         raise ConfigError(f"algo.network={a.network} is invalid: allowed {', '.join(NETWORKS)}")
     if a.activation not in ACTIVATIONS:
         raise ConfigError(f"algo.activation={a.activation} is invalid: allowed {', '.join(ACTIVATIONS)}")
     if any(h <= 0 for h in a.hidden) or any(c <= 0 for c in a.channels):
         raise ConfigError("algo.hidden and algo.channels must hold positive widths")
+    if not 0 <= a.gamma <= 1:
+        raise ConfigError(f"algo.gamma={a.gamma} is invalid: must be in [0, 1]")
+    _positive("algo.lr", a.lr)
+    _positive("algo.max_grad_norm", a.max_grad_norm)
+    if a.name == "dqn":
+        _validate_dqn(cfg, a)
+    else:
+        _validate_ppo(cfg, a)
+    if cfg.env.name == "snake" and cfg.env.size < 4:
+        raise ConfigError(f"env.size={cfg.env.size} is invalid: must be >= 4")
+
+
+def _validate_ppo(cfg: TrainConfig, a: PPOConfig) -> None:
+    for name in ("num_steps", "update_epochs", "num_minibatches", "reward_scale"):
+        _positive(f"algo.{name}", getattr(a, name))
+    if not 0 <= a.gae_lambda <= 1:
+        raise ConfigError(f"algo.gae_lambda={a.gae_lambda} is invalid: must be in [0, 1]")
     batch = cfg.num_envs * a.num_steps
     if batch % a.num_minibatches:
         raise ConfigError(
@@ -117,5 +162,39 @@ def validate(cfg: TrainConfig) -> None:
         raise ConfigError(
             f"total_timesteps={cfg.total_timesteps:g} is below one update (num_envs * algo.num_steps = {batch})"
         )
-    if cfg.env.name == "snake" and cfg.env.size < 4:
-        raise ConfigError(f"env.size={cfg.env.size} is invalid: must be >= 4")
+
+
+def dqn_schedule(num_envs: int, train_freq: int, gradient_steps: int) -> tuple[int, int]:
+    """(vector env steps, gradient steps) per DQN update; ConfigError when they cannot be whole numbers."""
+    if train_freq >= num_envs:
+        if train_freq % num_envs:
+            raise ConfigError(f"algo.train_freq={train_freq} must be a multiple of num_envs={num_envs} (or divide it)")
+        return train_freq // num_envs, gradient_steps
+    if num_envs % train_freq:
+        raise ConfigError(f"algo.train_freq={train_freq} must divide num_envs={num_envs} (or be a multiple of it)")
+    return 1, gradient_steps * num_envs // train_freq
+
+
+def _validate_dqn(cfg: TrainConfig, a: DQNConfig) -> None:
+    for name in ("buffer_size", "batch_size", "train_freq", "gradient_steps", "target_update_interval", "n_step"):
+        _positive(f"algo.{name}", getattr(a, name))
+    for name in ("learning_starts",):
+        if getattr(a, name) < 0:
+            raise ConfigError(f"algo.{name}={getattr(a, name)} is invalid: must be >= 0")
+    for name in ("tau", "epsilon_start", "epsilon_end", "epsilon_decay"):
+        if not 0 <= getattr(a, name) <= 1:
+            raise ConfigError(f"algo.{name}={getattr(a, name)} is invalid: must be in [0, 1]")
+    if a.tau == 0:
+        raise ConfigError("algo.tau=0 is invalid: the target network would never move (must be in (0, 1])")
+    _positive("algo.huber_delta", a.huber_delta)
+    vector_steps, _ = dqn_schedule(cfg.num_envs, a.train_freq, a.gradient_steps)
+    rows = a.buffer_size // cfg.num_envs
+    if rows < a.n_step + vector_steps:
+        raise ConfigError(
+            f"algo.buffer_size={a.buffer_size} is too small: it must hold at least "
+            f"(algo.n_step + steps per update) * num_envs = {(a.n_step + vector_steps) * cfg.num_envs} transitions"
+        )
+    if cfg.total_timesteps < vector_steps * cfg.num_envs:
+        raise ConfigError(
+            f"total_timesteps={cfg.total_timesteps:g} is below one update ({vector_steps * cfg.num_envs})"
+        )

@@ -103,6 +103,24 @@ class ActorCritic(nn.Module):
         return out, value
 
 
+class QNetwork(nn.Module):
+    """Torso and one linear head: an action value per discrete action."""
+
+    num_actions: int
+    network: str = "mlp"
+    hidden: Sequence[int] = (120, 84)
+    channels: Sequence[int] = (16, 32)
+    activation: str = "relu"
+    obs_ndim: int = 1
+
+    @nn.compact
+    def __call__(self, obs: jax.Array) -> jax.Array:
+        batch = obs.shape[: obs.ndim - self.obs_ndim]
+        flat = obs.reshape((-1,) + obs.shape[obs.ndim - self.obs_ndim :])
+        x = Torso(self.network, self.hidden, self.channels, self.activation)(flat)
+        return _dense(self.num_actions, 1.0)(x).reshape(batch + (self.num_actions,))
+
+
 # -- distributions: pure functions over the policy head's output -------------------------------
 
 

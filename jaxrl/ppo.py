@@ -18,7 +18,7 @@ from flax import struct
 from gymnax.environments import spaces
 
 from jaxrl import losses, networks
-from jaxrl.config import TrainConfig
+from jaxrl.config import ConfigError, TrainConfig
 
 
 @struct.dataclass
@@ -108,6 +108,20 @@ def values_where(value_fn, obs: jax.Array, mask: jax.Array, rows: int) -> jax.Ar
     return out
 
 
+def skip_inactive(update, runner: Any, num_active: jax.Array, length: int) -> tuple[Any, dict]:
+    """Scan `length` calls of `update`; slots from `num_active` on pass the runner through with zero stats.
+
+    One compiled chunk of fixed length then serves every chunk, the shorter last one included.
+    """
+    stats_shape = jax.eval_shape(update, runner)[1]
+
+    def slot(r: Any, i: jax.Array):
+        skip = lambda r: (r, jax.tree.map(lambda s: jnp.zeros(s.shape, s.dtype), stats_shape))
+        return jax.lax.cond(i < num_active, update, skip, r)
+
+    return jax.lax.scan(slot, runner, jnp.arange(length))
+
+
 class PPO:
     """Static pieces of a PPO run: env, network, optimizer and derived sizes."""
 
@@ -123,7 +137,7 @@ class PPO:
             num_actions = int(action_space.n)
         obs_shape = env.observation_space(env_params).shape
         if self.algo.network == "cnn" and len(obs_shape) != 3:
-            raise ValueError(f"algo.network=cnn needs (H, W, C) observations; {env.name} gives {obs_shape}")
+            raise ConfigError(f"algo.network=cnn needs (H, W, C) observations; {env.name} gives {obs_shape}")
         self.network = networks.ActorCritic(
             num_actions=num_actions,
             continuous=self.continuous,
@@ -145,6 +159,11 @@ class PPO:
     def batch_size(self) -> int:
         """Transitions per update per seed."""
         return self.cfg.num_envs * self.algo.num_steps
+
+    @property
+    def steps_per_update(self) -> int:
+        """Env steps per update per seed."""
+        return self.batch_size
 
     @property
     def minibatch_size(self) -> int:
@@ -291,13 +310,7 @@ class PPO:
 
     def run_chunk(self, runner: Runner, num_active: jax.Array, length: int) -> tuple[Runner, dict]:
         """`length` update slots; the first `num_active` run, the rest pass the runner through (zeros stats)."""
-        stats_shape = jax.eval_shape(self.update, runner)[1]
-
-        def slot(r: Runner, i: jax.Array):
-            skip = lambda r: (r, jax.tree.map(lambda s: jnp.zeros(s.shape, s.dtype), stats_shape))
-            return jax.lax.cond(i < num_active, self.update, skip, r)
-
-        return jax.lax.scan(slot, runner, jnp.arange(length))
+        return skip_inactive(self.update, runner, num_active, length)
 
     def train(self, key: jax.Array) -> tuple[Runner, dict]:
         """The whole run as one pure function of the key (for notebooks and sweeps)."""

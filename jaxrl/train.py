@@ -19,7 +19,8 @@ from jaxrl.config import ENV_KWARGS, ConfigError, TrainConfig
 USAGE = """usage: python -m jaxrl.train [key=value ...]
 
   env=snake | <gymnax id>    e.g. env=CartPole-v1, env.size=12 (snake)
-  algo=ppo                   e.g. algo.lr=3e-4 algo.network=cnn algo.num_steps=64
+  algo=ppo | dqn             e.g. algo.lr=3e-4 algo.network=cnn algo.num_steps=64 (ppo)
+                             algo.buffer_size=100000 algo.n_step=3 algo.double=false (dqn)
   seed=0 num_seeds=1 num_envs=1024 total_timesteps=2e7 num_chunks=50
   run_dir=PATH device=auto|cpu|gpu|metal progress=true|false
 """
@@ -39,6 +40,13 @@ def make_env(cfg: TrainConfig) -> tuple[Any, Any]:
     return env, params.replace(**overrides)
 
 
+def nanmean(values: np.ndarray) -> float:
+    """Mean over the finite entries (NaN marks updates without that figure, e.g. DQN before learning starts)."""
+    finite = np.asarray(values, np.float64)
+    finite = finite[np.isfinite(finite)]
+    return float(finite.mean()) if finite.size else math.nan
+
+
 def default_run_dir(cfg: TrainConfig) -> Path:
     stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
     return Path("runs") / f"{cfg.env.name}-{cfg.algo.name}-{stamp}"
@@ -50,13 +58,22 @@ class Trainer:
     def __init__(self, cfg: TrainConfig, env: Any, env_params: Any, chunk: int | None = None):
         import jax
 
-        from jaxrl.ppo import make_train
+        from jaxrl import dqn, ppo
 
         self.cfg = cfg
-        self.algo = make_train(cfg, env, env_params)
+        self.algo = {"ppo": ppo.make_train, "dqn": dqn.make_train}[cfg.algo.name](cfg, env, env_params)
         self.num_updates = self.algo.num_updates
         self.chunk = chunk or max(1, math.ceil(self.num_updates / cfg.num_chunks))  # updates per compiled call
-        self.steps_per_update = self.algo.batch_size  # per seed
+        self.steps_per_update = self.algo.steps_per_update  # per seed
+        if hasattr(self.algo, "buffer"):  # the replay buffer is the one large allocation: check before compiling
+            from jaxrl.devices import check_fits
+
+            check_fits(
+                self.algo.buffer.nbytes() * cfg.num_seeds,
+                jax.config.jax_default_device or jax.devices()[0],
+                f"the replay buffer ({self.algo.buffer.capacity:,} transitions x {cfg.num_seeds} seeds)",
+                "algo.buffer_size (or num_seeds)",
+            )
         run_chunk = lambda runner, n: self.algo.run_chunk(runner, n, self.chunk)
         self._chunk_fn = jax.jit(jax.vmap(run_chunk, in_axes=(0, None)), donate_argnums=0)
         self._init_fn = jax.jit(jax.vmap(self.algo.init))
@@ -96,6 +113,7 @@ def train(cfg: TrainConfig, resolved: Any) -> dict[str, Any]:
 
     devices = select_device(cfg.device)
     env, env_params = make_env(cfg)
+    trainer = Trainer(cfg, env, env_params)  # checks sizes (replay memory) before anything is written
     run_dir = Path(cfg.run_dir) if cfg.run_dir else default_run_dir(cfg)
     run_dir.mkdir(parents=True, exist_ok=True)
     (run_dir / "config.yaml").write_text(OmegaConf.to_yaml(resolved, resolve=True))
@@ -106,7 +124,6 @@ def train(cfg: TrainConfig, resolved: Any) -> dict[str, Any]:
         flush=True,
     )
 
-    trainer = Trainer(cfg, env, env_params)
     runner, compile_s = trainer.compile()
     print(f"compiled in {compile_s:.1f}s; {trainer.num_updates} updates in chunks of {trainer.chunk}", flush=True)
 
@@ -127,7 +144,7 @@ def train(cfg: TrainConfig, resolved: Any) -> dict[str, Any]:
             steps = done_updates * trainer.steps_per_update
             sps = active * trainer.steps_per_update * cfg.num_seeds / dt
             means = episode_means(stats)
-            losses = {k: float(np.mean(v)) for k, v in stats.items() if not k.endswith("_sum") and k != "episodes"}
+            losses = {k: nanmean(v) for k, v in stats.items() if not k.endswith("_sum") and k != "episodes"}
             metrics.write({"env_steps": steps, "sps": sps, "wall_s": train_s + compile_s, **means, **losses})
             progress.update(steps, sps, means)
     except KeyboardInterrupt:

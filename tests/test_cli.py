@@ -45,6 +45,20 @@ def test_smoke_run_writes_the_run_directory(tmp_path, capsys):
     assert len(summary["final_score_per_seed"]) == 2
 
 
+def test_dqn_smoke_run(tmp_path, capsys):
+    run_dir = tmp_path / "dqn"
+    args = ["env=snake", "algo=dqn", "env.size=6", "num_envs=32", "algo.buffer_size=2048", "algo.learning_starts=256"]
+    args += ["algo.train_freq=64", "total_timesteps=2048", "num_chunks=2", f"run_dir={run_dir}", "progress=false"]
+    assert main(args) == 0
+    assert "algo: dqn" in capsys.readouterr().out
+    with open(run_dir / "metrics.csv") as f:
+        rows = list(csv.DictReader(f))
+    assert len(rows) == 2 and int(rows[-1]["env_steps"]) == 2048
+    assert {"loss", "q_mean", "epsilon", "score"} <= set(rows[0])
+    summary = json.loads((run_dir / "summary.json").read_text())
+    assert summary["algo"] == "dqn" and summary["env_steps"] == 2048 and "final_score" in summary
+
+
 def test_gymnax_id_runs(tmp_path):
     run_dir = tmp_path / "cp"
     assert main(["env=Acrobot-v1", "total_timesteps=2048", "num_chunks=1", f"run_dir={run_dir}"]) == 0
@@ -58,7 +72,12 @@ def test_gymnax_id_runs(tmp_path):
         (["num_envz=4"], "unknown setting 'num_envz'"),
         (["num_envs=-4"], "num_envs=-4 is invalid: must be > 0"),
         (["algo.lr=banana"], "bad override 'algo.lr=banana'"),
-        (["algo=sac"], "unknown algo 'sac'; valid: ppo"),
+        (["algo=sac"], "unknown algo 'sac'; valid: ppo, dqn"),
+        (["env=Pendulum-v1", "algo=dqn"], "algo=dqn needs discrete actions; Pendulum-v1 has continuous ones"),
+        (["algo=dqn", "algo.buffer_size=100000000000"], "lower algo.buffer_size (or num_seeds)"),
+        (["algo=dqn", "num_envs=8", "algo.train_freq=12"], "algo.train_freq=12 must be a multiple of num_envs=8"),
+        (["algo=dqn", "algo.tau=1.5"], "algo.tau=1.5 is invalid: must be in [0, 1]"),
+        (["algo=dqn", "algo.n_step=0"], "algo.n_step=0 is invalid: must be > 0"),
         (["env.size=2"], "env.size=2 is invalid: must be >= 4"),
         (["env=CartPole-v1", "env.size=12"], "unknown setting 'env.size'"),
         (["device=tpu"], "device=tpu is invalid: allowed auto, cpu, gpu, metal"),
