@@ -20,7 +20,7 @@ from gymnax.environments import spaces
 
 from jaxrl import networks
 from jaxrl.config import ConfigError, TrainConfig, dqn_schedule
-from jaxrl.ppo import episode_stats, skip_inactive
+from jaxrl.ppo import Chunked, episode_stats
 from jaxrl.replay import Batch, ReplayBuffer, ReplayState
 
 
@@ -52,7 +52,7 @@ def q_targets(
     return reward + discount * bootstrap
 
 
-class DQN:
+class DQN(Chunked):
     """Static pieces of a DQN run: env, Q-network, optimizer, replay layout and derived sizes."""
 
     def __init__(self, cfg: TrainConfig, env: Any, env_params: Any):
@@ -194,15 +194,6 @@ class DQN:
         stats["epsilon"] = epsilon
         runner = runner.replace(params=params, opt_state=opt_state, target_params=target, update=runner.update + 1)
         return runner, stats
-
-    def run_chunk(self, runner: DQNRunner, num_active: jax.Array, length: int) -> tuple[DQNRunner, dict]:
-        """`length` update slots; the first `num_active` run, the rest pass the runner through."""
-        return skip_inactive(self.update, runner, num_active, length)
-
-    def train(self, key: jax.Array) -> tuple[DQNRunner, dict]:
-        """The whole run as one pure function of the key."""
-        runner = self.init(key)
-        return jax.lax.scan(lambda r, _: self.update(r), runner, None, length=self.num_updates)
 
 
 def make_train(cfg: TrainConfig, env: Any, env_params: Any) -> DQN:

@@ -122,7 +122,20 @@ def skip_inactive(update, runner: Any, num_active: jax.Array, length: int) -> tu
     return jax.lax.scan(slot, runner, jnp.arange(length))
 
 
-class PPO:
+class Chunked:
+    """`run_chunk` and `train` for an algorithm with `init(key)`, `update(runner)` and `num_updates`."""
+
+    def run_chunk(self, runner: Any, num_active: jax.Array, length: int) -> tuple[Any, dict]:
+        """`length` update slots; the first `num_active` run, the rest pass the runner through (zeros stats)."""
+        return skip_inactive(self.update, runner, num_active, length)
+
+    def train(self, key: jax.Array) -> tuple[Any, dict]:
+        """The whole run as one pure function of the key (for notebooks and sweeps)."""
+        runner = self.init(key)
+        return jax.lax.scan(lambda r, _: self.update(r), runner, None, length=self.num_updates)
+
+
+class PPO(Chunked):
     """Static pieces of a PPO run: env, network, optimizer and derived sizes."""
 
     def __init__(self, cfg: TrainConfig, env: Any, env_params: Any):
@@ -307,15 +320,6 @@ class PPO:
             obs_stats = obs_stats.update(traj.obs)
         runner = runner.replace(params=params, opt_state=opt_state, update=runner.update + 1, obs_stats=obs_stats)
         return runner, stats
-
-    def run_chunk(self, runner: Runner, num_active: jax.Array, length: int) -> tuple[Runner, dict]:
-        """`length` update slots; the first `num_active` run, the rest pass the runner through (zeros stats)."""
-        return skip_inactive(self.update, runner, num_active, length)
-
-    def train(self, key: jax.Array) -> tuple[Runner, dict]:
-        """The whole run as one pure function of the key (for notebooks and sweeps)."""
-        runner = self.init(key)
-        return jax.lax.scan(lambda r, _: self.update(r), runner, None, length=self.num_updates)
 
 
 def make_train(cfg: TrainConfig, env: Any, env_params: Any) -> PPO:
