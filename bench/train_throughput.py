@@ -1,6 +1,9 @@
-"""End-to-end PPO steps/s on Snake with the default config (compile time reported apart).
+"""End-to-end training steps/s (PPO or DQN) with an env's default config, compile time reported apart.
 
-python -m bench.train_throughput [--updates 40] [key=value overrides ...]
+python -m bench.train_throughput [--algo ppo|dqn] [--env snake] [--updates 100] [key=value overrides ...]
+
+DQN is timed with learning on from the first update (`algo.learning_starts=0`), so every timed
+step pays for its gradient steps.
 """
 
 from __future__ import annotations
@@ -21,14 +24,21 @@ from jaxrl.train import Trainer, make_env
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--algo", default="ppo", choices=["ppo", "dqn"])
-    parser.add_argument("--updates", type=int, default=100, help="updates timed after compile")
-    parser.add_argument("--out", default=None, help="default bench/results/train_throughput_<algo>.json")
+    parser.add_argument("--env", default="snake", help="env id (snake or a gymnax id such as CartPole-v1)")
+    parser.add_argument(
+        "--updates", type=int, default=None, help="updates timed after compile (default: ~300k env steps)"
+    )
+    parser.add_argument("--out", default=None, help="default bench/results/train_throughput_<algo>[_<env>].json")
     parser.add_argument("overrides", nargs="*", help="config overrides, as for python -m jaxrl.train")
     args = parser.parse_args()
 
-    overrides = ["env=snake", f"algo={args.algo}", *args.overrides]
+    overrides = [f"env={args.env}", f"algo={args.algo}"]
+    overrides += ["algo.learning_starts=0"] if args.algo == "dqn" else []
+    overrides += args.overrides
     cfg, _ = compose_config(overrides)
     env, env_params = make_env(cfg)
+    if args.updates is None:
+        args.updates = max(20, 300_000 // Trainer(cfg, env, env_params).steps_per_update)
     trainer = Trainer(cfg, env, env_params, chunk=args.updates)  # one timed chunk of exactly this many updates
 
     runner, compile_s = trainer.compile()
@@ -57,7 +67,8 @@ def main() -> None:
         "when": datetime.now(UTC).isoformat(timespec="seconds"),
         "machine": describe(),
     }
-    args.out = args.out or f"bench/results/train_throughput_{args.algo}.json"
+    suffix = "" if args.env == "snake" else f"_{args.env}"
+    args.out = args.out or f"bench/results/train_throughput_{args.algo}{suffix}.json"
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text(json.dumps(result, indent=2) + "\n")
     print(f"saved {args.out}")

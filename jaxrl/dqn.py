@@ -131,6 +131,10 @@ class DQN(Chunked):
         random = jax.random.randint(random_key, greedy.shape, 0, self.num_actions)
         return jnp.where(jax.random.uniform(explore_key, greedy.shape) < epsilon, random, greedy)
 
+    def policy(self, params: Any, epsilon: float = 0.0):
+        """`(obs, key) -> actions` for `jaxrl.evaluate.play`: greedy in Q, or epsilon-greedy."""
+        return lambda obs, key: self.act(params, obs, key, jnp.float32(epsilon))
+
     def env_step(self, runner: DQNRunner, key: jax.Array, epsilon: jax.Array):
         act_key, step_key = jax.random.split(key)
         action = self.act(runner.params, runner.obs, act_key, epsilon)
@@ -161,12 +165,11 @@ class DQN(Chunked):
         loss = optax.huber_loss(q_taken, target, delta=self.algo.huber_delta).mean()
         return loss, {"loss": loss, "q_mean": q_taken.mean()}
 
-    def gradient_step(self, carry, key: jax.Array):
-        params, opt_state, target_params, replay = carry
+    def gradient_step(self, params: Any, opt_state: Any, target_params: Any, replay: ReplayState, key: jax.Array):
         batch = self.buffer.sample(replay, key, self.algo.batch_size, self.algo.n_step, self.algo.gamma)
         grads, stats = jax.grad(self.loss, has_aux=True)(params, target_params, batch)
         updates, opt_state = self.optimizer.update(grads, opt_state, params)
-        return (optax.apply_updates(params, updates), opt_state, target_params, replay), stats
+        return optax.apply_updates(params, updates), opt_state, stats
 
     def update(self, runner: DQNRunner) -> tuple[DQNRunner, dict]:
         """Act `vector_steps` times, then learn `gradient_steps` times once learning has started."""
@@ -179,10 +182,24 @@ class DQN(Chunked):
 
         steps_after = steps_before + self.steps_per_update
         learning = steps_after >= max(self.algo.learning_starts, self.algo.n_step * self.cfg.num_envs)
-        carry = (runner.params, runner.opt_state, runner.target_params, runner.replay)
-        (params, opt_state, _, _), loss_stats = jax.lax.scan(
-            self.gradient_step, carry, jax.random.split(learn_key, self.gradient_steps)
+
+        # A while loop whose trip count XLA cannot prove (it starts at min(update, 0), i.e. 0): the
+        # replay enters it as a finished buffer. Inlined (a one-step scan), XLA fused the sampling
+        # gathers with the replay write just above and copied the whole buffer every update
+        # (1M Snake transitions: 6.5 ms per update instead of 1.9).
+        def learn(carry):
+            i, params, opt_state, totals = carry
+            params, opt_state, stats = self.gradient_step(
+                params, opt_state, runner.target_params, runner.replay, jax.random.fold_in(learn_key, i)
+            )
+            return i + 1, params, opt_state, jax.tree.map(jnp.add, totals, stats)
+
+        zeros = {"loss": jnp.zeros((), jnp.float32), "q_mean": jnp.zeros((), jnp.float32)}
+        start = jnp.minimum(runner.update, 0)
+        _, params, opt_state, totals = jax.lax.while_loop(
+            lambda c: c[0] < self.gradient_steps, learn, (start, runner.params, runner.opt_state, zeros)
         )
+        loss_stats = {k: v / self.gradient_steps for k, v in totals.items()}
         keep = lambda new, old: jax.tree.map(lambda a, b: jnp.where(learning, a, b), new, old)
         params, opt_state = keep(params, runner.params), keep(opt_state, runner.opt_state)
 
@@ -190,7 +207,7 @@ class DQN(Chunked):
         move = learning & (steps_after // interval > steps_before // interval)
         tau = self.algo.tau
         target = jax.tree.map(lambda p, t: jnp.where(move, tau * p + (1 - tau) * t, t), params, runner.target_params)
-        stats.update({k: jnp.where(learning, v.mean(), jnp.nan) for k, v in loss_stats.items()})
+        stats.update({k: jnp.where(learning, v, jnp.nan) for k, v in loss_stats.items()})
         stats["epsilon"] = epsilon
         runner = runner.replace(params=params, opt_state=opt_state, target_params=target, update=runner.update + 1)
         return runner, stats

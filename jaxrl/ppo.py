@@ -221,6 +221,16 @@ class PPO(Chunked):
         """Network input: the observation, normalized by the running statistics when they are kept."""
         return obs if obs_stats is None else obs_stats.normalize(obs)
 
+    def policy(self, params: Any, obs_stats: ObsStats | None = None, greedy: bool = True):
+        """`(obs, key) -> actions` for `jaxrl.evaluate.play`: the most likely action, or a sampled one."""
+
+        def act(obs: jax.Array, key: jax.Array) -> jax.Array:
+            pi, _ = self.network.apply(params, self.prepare(obs_stats, obs))
+            action = networks.mode(pi, self.continuous) if greedy else networks.sample(key, pi, self.continuous)
+            return jnp.clip(action, self.action_low, self.action_high) if self.continuous else action
+
+        return act
+
     def env_step(self, runner: Runner, key: jax.Array) -> tuple[Runner, tuple[Transition, dict]]:
         """Act in every env once."""
         act_key, step_key = jax.random.split(key)
