@@ -82,3 +82,50 @@ def compose_config(overrides: list[str]) -> tuple[TrainConfig, Any]:
     except Exception as e:  # noqa: BLE001  (Hydra and OmegaConf raise many types; all are bad input here)
         raise UsageError(_one_line(e)) from None
     return typed, cfg
+
+
+RESUME_FIXED = ("env", "algo", "run_dir", "seed", "num_seeds")
+
+
+def resume_config(run_dir, overrides: list[str]) -> tuple[TrainConfig, Any, TrainConfig]:
+    """(typed config, resolved DictConfig, typed saved config) of a run to resume, with `overrides` applied.
+
+    The run's `config.yaml` is the base; overrides may change anything that keeps the saved
+    state valid (the caller also compares the state's shapes). UsageError on a missing or
+    foreign directory and on bad overrides.
+    """
+    from pathlib import Path
+
+    from omegaconf import OmegaConf
+
+    from jaxrl.config import ConfigError
+
+    run_dir = Path(run_dir)
+    if not run_dir.is_dir():
+        raise UsageError(f"resume={run_dir}: no such directory")
+    if not (run_dir / "config.yaml").is_file() or not (run_dir / "checkpoints").is_dir():
+        raise UsageError(f"resume={run_dir} is not a jaxrl run directory (it needs config.yaml and checkpoints/)")
+    for item in overrides:
+        key, eq, _ = item.partition("=")
+        if not eq:
+            raise UsageError(f"bad argument '{item}': expected key=value (see `python -m jaxrl.train --help`)")
+        if key.lstrip("+~") in RESUME_FIXED:
+            raise UsageError(f"{item}: a resumed run keeps its {key}; start a new run to change it")
+    try:
+        saved = OmegaConf.load(run_dir / "config.yaml")
+        env_name, algo_name = str(saved.env.name), str(saved.algo.name)
+        env = ENV_SCHEMAS[env_name]() if env_name in ENV_SCHEMAS else EnvConfig(name=env_name)
+        schema = OmegaConf.structured(TrainConfig(env=env, algo=ALGOS[algo_name]()))
+        base = OmegaConf.merge(schema, saved)
+        saved_typed = OmegaConf.to_object(base)
+    except Exception as e:  # noqa: BLE001  (a damaged or foreign config.yaml)
+        raise UsageError(f"resume={run_dir}: config.yaml is not a jaxrl run config ({_one_line(e)})") from None
+    try:
+        merged = OmegaConf.merge(base, OmegaConf.from_dotlist(overrides))
+        typed = OmegaConf.to_object(merged)
+        validate(typed)
+    except ConfigError as e:
+        raise UsageError(str(e)) from None
+    except Exception as e:  # noqa: BLE001
+        raise UsageError(f"bad override: {_one_line(e)}") from None
+    return typed, merged, saved_typed

@@ -102,6 +102,15 @@ class DQNConfig:
 
 
 @dataclass
+class CheckpointConfig:
+    """When the whole training state is saved (orbax) under <run_dir>/checkpoints/<env steps per seed>."""
+
+    every_steps: int | None = None  # env steps per seed between checkpoints; None: only by time
+    every_minutes: float | None = 10.0  # minutes between checkpoints; None: only by steps
+    keep: int = 3  # newest checkpoints kept (older ones are deleted)
+
+
+@dataclass
 class TrainConfig:
     """One training run."""
 
@@ -115,6 +124,7 @@ class TrainConfig:
     run_dir: str | None = None  # where outputs go; default runs/<env>-<algo>-<time>
     device: str = "auto"  # auto | cpu | gpu | metal
     progress: bool = True  # live progress line on a terminal (plain lines otherwise)
+    checkpoint: CheckpointConfig = field(default_factory=CheckpointConfig)  # when to save (always at the end)
 
 
 def _positive(name: str, value: Any) -> None:
@@ -126,6 +136,13 @@ def validate(cfg: TrainConfig) -> None:
     """Check values and relations; raise ConfigError naming the first bad one."""
     for name in ("num_seeds", "num_envs", "total_timesteps", "num_chunks"):
         _positive(name, getattr(cfg, name))
+    c = cfg.checkpoint
+    if c.keep < 1:
+        raise ConfigError(f"checkpoint.keep={c.keep} is invalid: must be >= 1")
+    if c.every_steps is not None:
+        _positive("checkpoint.every_steps", c.every_steps)
+    if c.every_minutes is not None:
+        _positive("checkpoint.every_minutes", c.every_minutes)
     if cfg.device not in DEVICES:
         raise ConfigError(f"device={cfg.device} is invalid: allowed {', '.join(DEVICES)}")
     a = cfg.algo

@@ -24,18 +24,27 @@ def episode_means(stats: dict[str, np.ndarray]) -> dict[str, float]:
 
 
 class MetricsCSV:
-    """One row per chunk; the header is fixed by the first row."""
+    """One row per chunk; the header is fixed by the first row.
 
-    def __init__(self, path: Path):
+    `keep_until=steps` (a resumed run) keeps the rows up to that many env steps per seed, drops
+    later ones (written after the checkpoint the run resumes from) and appends after them.
+    """
+
+    def __init__(self, path: Path, keep_until: int | None = None):
         self.path = path
         self._file = None
         self._writer = None
+        self._kept: list[dict[str, str]] = []
+        if keep_until is not None and path.exists():
+            with open(path, newline="") as f:
+                self._kept = [r for r in csv.DictReader(f) if float(r["env_steps"]) <= keep_until]
 
     def write(self, row: dict[str, Any]) -> None:
         if self._writer is None:
             self._file = open(self.path, "w", newline="")  # noqa: SIM115  (kept open across chunks)
             self._writer = csv.DictWriter(self._file, fieldnames=list(row))
             self._writer.writeheader()
+            self._writer.writerows(self._kept)
         self._writer.writerow({k: (f"{v:.6g}" if isinstance(v, float) else v) for k, v in row.items()})
         self._file.flush()
 
@@ -73,14 +82,14 @@ def _si(n: float) -> str:
 class Progress:
     """A live tqdm bar on a terminal, plain periodic lines elsewhere (CI, logs)."""
 
-    def __init__(self, total_steps: int, live: bool):
+    def __init__(self, total_steps: int, live: bool, start: int = 0):
         self.total = total_steps
         self.live = live and sys.stdout.isatty()
         self.bar = None
         if self.live:
             from tqdm import tqdm
 
-            self.bar = tqdm(total=total_steps, unit="step", unit_scale=True, dynamic_ncols=True)
+            self.bar = tqdm(total=total_steps, initial=start, unit="step", unit_scale=True, dynamic_ncols=True)
 
     def update(self, steps: int, sps: float, means: dict[str, float]) -> None:
         left = (self.total - steps) / sps if sps > 0 else math.nan
