@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 from flax import struct
 from gymnax.environments import environment, spaces
 
@@ -279,3 +280,13 @@ class Snake(Env):
         img = jnp.where(obs[..., 1:2] > 0, jnp.array([40, 160, 60], jnp.uint8), img)
         img = jnp.where(obs[..., 0:1] > 0, jnp.array([120, 255, 120], jnp.uint8), img)
         return jnp.where(obs[..., 2:3] > 0, jnp.array([230, 40, 40], jnp.uint8), img)
+
+    def render_text(self, state: EnvState) -> str:
+        """The board as text for a terminal: `@` head, `o` body, `*` apple, `.` empty, inside a frame."""
+        obs = np.asarray(self.get_obs(state))
+        chars = np.full((self.size, self.size), ".", dtype="<U1")
+        chars[obs[..., 1] > 0] = "o"
+        chars[obs[..., 2] > 0] = "*"
+        chars[obs[..., 0] > 0] = "@"
+        edge = "+" + "-" * self.size + "+"
+        return "\n".join([edge, *("|" + "".join(row) + "|" for row in chars), edge])

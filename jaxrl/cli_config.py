@@ -87,7 +87,7 @@ def compose_config(overrides: list[str]) -> tuple[TrainConfig, Any]:
 RESUME_FIXED = ("env", "algo", "run_dir", "seed", "num_seeds")
 
 
-def resume_config(run_dir, overrides: list[str]) -> tuple[TrainConfig, Any, TrainConfig]:
+def resume_config(run_dir, overrides: list[str], flag: str = "resume") -> tuple[TrainConfig, Any, TrainConfig]:
     """(typed config, resolved DictConfig, typed saved config) of a run to resume, with `overrides` applied.
 
     The run's `config.yaml` is the base; overrides may change anything that keeps the saved
@@ -102,9 +102,9 @@ def resume_config(run_dir, overrides: list[str]) -> tuple[TrainConfig, Any, Trai
 
     run_dir = Path(run_dir)
     if not run_dir.is_dir():
-        raise UsageError(f"resume={run_dir}: no such directory")
+        raise UsageError(f"{flag}={run_dir}: no such directory")
     if not (run_dir / "config.yaml").is_file() or not (run_dir / "checkpoints").is_dir():
-        raise UsageError(f"resume={run_dir} is not a jaxrl run directory (it needs config.yaml and checkpoints/)")
+        raise UsageError(f"{flag}={run_dir} is not a jaxrl run directory (it needs config.yaml and checkpoints/)")
     for item in overrides:
         key, eq, _ = item.partition("=")
         if not eq:
@@ -119,7 +119,7 @@ def resume_config(run_dir, overrides: list[str]) -> tuple[TrainConfig, Any, Trai
         base = OmegaConf.merge(schema, saved)
         saved_typed = OmegaConf.to_object(base)
     except Exception as e:  # noqa: BLE001  (a damaged or foreign config.yaml)
-        raise UsageError(f"resume={run_dir}: config.yaml is not a jaxrl run config ({_one_line(e)})") from None
+        raise UsageError(f"{flag}={run_dir}: config.yaml is not a jaxrl run config ({_one_line(e)})") from None
     try:
         merged = OmegaConf.merge(base, OmegaConf.from_dotlist(overrides))
         typed = OmegaConf.to_object(merged)

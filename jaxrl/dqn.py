@@ -135,6 +135,10 @@ class DQN(Chunked):
         """`(obs, key) -> actions` for `jaxrl.evaluate.play`: greedy in Q, or epsilon-greedy."""
         return lambda obs, key: self.act(params, obs, key, jnp.float32(epsilon))
 
+    def runner_policy(self, runner: DQNRunner, greedy: bool = True):
+        """The policy a runner holds: greedy, or epsilon-greedy at the final exploration rate."""
+        return self.policy(runner.params, 0.0 if greedy else self.algo.epsilon_end)
+
     def env_step(self, runner: DQNRunner, key: jax.Array, epsilon: jax.Array):
         act_key, step_key = jax.random.split(key)
         action = self.act(runner.params, runner.obs, act_key, epsilon)

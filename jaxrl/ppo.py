@@ -231,6 +231,10 @@ class PPO(Chunked):
 
         return act
 
+    def runner_policy(self, runner: Runner, greedy: bool = True):
+        """The policy a runner holds (its params and observation statistics)."""
+        return self.policy(runner.params, runner.obs_stats, greedy)
+
     def env_step(self, runner: Runner, key: jax.Array) -> tuple[Runner, tuple[Transition, dict]]:
         """Act in every env once."""
         act_key, step_key = jax.random.split(key)

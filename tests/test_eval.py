@@ -1,0 +1,67 @@
+"""`python -m jaxrl.eval`: figures from a checkpoint, the best episode's replay, bad input as one line."""
+
+import json
+
+import numpy as np
+import pytest
+from PIL import Image, ImageSequence
+
+from jaxrl import eval as evaluation
+from jaxrl.train import main as train_main
+
+
+@pytest.fixture(scope="module")
+def snake_run(tmp_path_factory):
+    run_dir = tmp_path_factory.mktemp("eval") / "snake"
+    settings = ["env=snake", "env.size=6", "num_envs=64", "algo.num_steps=8", "total_timesteps=8192"]
+    assert train_main([*settings, "num_seeds=2", "num_chunks=2", "checkpoint.every_steps=1", f"run_dir={run_dir}"]) == 0
+    return run_dir
+
+
+def test_eval_prints_figures_and_writes_the_best_replay(snake_run, capsys):
+    assert evaluation.main([f"run_dir={snake_run}", "episodes=12", "fps=50"]) == 0
+    out = capsys.readouterr().out
+    assert "snake ppo checkpoint 8,192 steps: 12 greedy episodes x 2 seeds" in out
+    assert "return mean" in out and "score mean" in out and "replay of the best episode" in out
+    result = json.loads((snake_run / "eval.json").read_text())
+    assert result["checkpoint_step"] == 8192 and result["unfinished"] == 0
+    assert len(result["return_per_seed"]) == 2
+    best = result["best"]
+    assert best["return"] == result["return"]["max"]
+    frames = [np.asarray(f.convert("RGB")) for f in ImageSequence.Iterator(Image.open(snake_run / "replay.gif"))]
+    assert len(frames) == best["length"]  # one frame per action of exactly that episode
+    last = frames[-1][:: frames[-1].shape[0] // 6, :: frames[-1].shape[1] // 6]  # one pixel per cell
+    snake_cells = (last[..., 1] > 100).sum()  # head and body are green
+    assert snake_cells == 3 + best["score"]  # the snake grew by the apples it ate
+
+
+def test_eval_of_an_older_checkpoint_and_sampled_actions(snake_run, capsys):
+    assert evaluation.main([f"run_dir={snake_run}", "step=4096", "greedy=false", "episodes=4", "render=none"]) == 0
+    assert "checkpoint 4,096 steps: 4 sampled episodes" in capsys.readouterr().out
+
+
+def test_terminal_replay_draws_the_board(snake_run, capsys):
+    assert evaluation.main([f"run_dir={snake_run}", "episodes=4", "render=terminal", "fps=1000"]) == 0
+    out = capsys.readouterr().out
+    best = json.loads((snake_run / "eval.json").read_text())["best"]
+    assert out.count("+------+") == 2 * best["length"]  # top and bottom edge of every frame
+    assert out.count("@") >= best["length"]
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["episodes=4"], "run_dir=DIR is required"),
+        (["run_dir={run}", "episodes=0"], "episodes=0 is invalid"),
+        (["run_dir={run}", "greedy=maybe"], "greedy=maybe is invalid"),
+        (["run_dir={run}", "render=video"], "render=video is invalid"),
+        (["run_dir={run}", "colour=red"], "unknown setting 'colour'"),
+        (["run_dir={run}", "step=123"], "step=123 has no checkpoint"),
+        (["run_dir={missing}"], "no such directory"),
+    ],
+)
+def test_bad_eval_input_is_one_line(snake_run, tmp_path, capsys, args, message):
+    formatted = [a.format(run=snake_run, missing=tmp_path / "nope") for a in args]
+    assert evaluation.main(formatted) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("error: ") and message in err[0], err
