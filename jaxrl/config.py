@@ -12,6 +12,13 @@ from typing import Any
 from jaxrl.networks import ACTIVATIONS, NETWORKS
 
 DEVICES = ("auto", "cpu", "gpu", "metal")
+LOGGERS = ("csv", "tensorboard", "wandb")
+
+
+def logger_names(value: Any) -> tuple[str, ...]:
+    """`logger` as a tuple of names: a name, a list of names, or names joined by commas."""
+    items = value.split(",") if isinstance(value, str) else list(value)
+    return tuple(str(item).strip() for item in items if str(item).strip())
 
 
 class ConfigError(ValueError):
@@ -125,6 +132,8 @@ class TrainConfig:
     device: str = "auto"  # auto | cpu | gpu | metal
     progress: bool = True  # live progress line on a terminal (plain lines otherwise)
     checkpoint: CheckpointConfig = field(default_factory=CheckpointConfig)  # when to save (always at the end)
+    logger: Any = "csv"  # csv (always written) | tensorboard | wandb, or a list: [tensorboard,wandb]
+    wandb_project: str = "jaxrl"  # Weights & Biases project (WANDB_MODE=offline is honoured)
 
 
 def _positive(name: str, value: Any) -> None:
@@ -136,6 +145,11 @@ def validate(cfg: TrainConfig) -> None:
     """Check values and relations; raise ConfigError naming the first bad one."""
     for name in ("num_seeds", "num_envs", "total_timesteps", "num_chunks"):
         _positive(name, getattr(cfg, name))
+    for name in logger_names(cfg.logger):
+        if name not in LOGGERS:
+            raise ConfigError(
+                f"logger={name} is invalid: allowed {', '.join(LOGGERS)} (several: logger=[tensorboard,wandb])"
+            )
     c = cfg.checkpoint
     if c.keep < 1:
         raise ConfigError(f"checkpoint.keep={c.keep} is invalid: must be >= 1")

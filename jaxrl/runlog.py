@@ -6,6 +6,7 @@ import csv
 import json
 import math
 import sys
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -110,3 +111,102 @@ class Progress:
     def close(self) -> None:
         if self.bar is not None:
             self.bar.close()
+
+
+class TensorBoardLog:
+    """Scalars per chunk as TensorBoard event files in <run_dir>/tensorboard (x: env steps per seed)."""
+
+    def __init__(self, run_dir: Path):
+        from tensorboardX import SummaryWriter
+
+        self.writer = SummaryWriter(str(run_dir / "tensorboard"))
+
+    def write(self, step: int, row: dict[str, Any]) -> None:
+        for key, value in row.items():
+            if key != "env_steps" and isinstance(value, int | float) and math.isfinite(value):
+                self.writer.add_scalar(f"train/{key}", value, step)
+        self.writer.flush()
+
+    def close(self) -> None:
+        self.writer.close()
+
+
+class WandbLog:
+    """Scalars per chunk to Weights & Biases; a resumed run continues the same W&B run (id kept in the run dir)."""
+
+    def __init__(self, run_dir: Path, project: str, config: dict[str, Any]):
+        import wandb
+
+        id_file = run_dir / "wandb_id.txt"
+        run_id = id_file.read_text().strip() if id_file.exists() else uuid.uuid4().hex[:12]
+        id_file.write_text(run_id + "\n")
+        self.wandb = wandb
+        self.run = wandb.init(
+            project=project, dir=str(run_dir), id=run_id, resume="allow", name=run_dir.name, config=config
+        )
+
+    def write(self, step: int, row: dict[str, Any]) -> None:
+        values = {k: v for k, v in row.items() if isinstance(v, int | float) and math.isfinite(v)}
+        self.run.log(values, step=step)
+
+    def close(self) -> None:
+        self.run.finish()
+
+
+EXTRAS = {"tensorboard": ("tensorboardX", "tensorboard"), "wandb": ("wandb", "wandb")}
+
+
+def check_loggers(names: tuple[str, ...]) -> None:
+    """ConfigError-style ValueError when a chosen logger's package is missing (before anything is written)."""
+    import importlib.util
+
+    for name in names:
+        if name in EXTRAS and importlib.util.find_spec(EXTRAS[name][0]) is None:
+            module, extra = EXTRAS[name]
+            raise ImportError(f"logger={name} needs {module}: pip install 'jaxrl[{extra}]'")
+
+
+def open_loggers(names: tuple[str, ...], run_dir: Path, project: str, config: dict[str, Any]) -> list[Any]:
+    """The optional loggers (metrics.csv is always written by MetricsCSV)."""
+    loggers: list[Any] = []
+    if "tensorboard" in names:
+        loggers.append(TensorBoardLog(run_dir))
+    if "wandb" in names:
+        loggers.append(WandbLog(run_dir, project, config))
+    return loggers
+
+
+def plot_learning_curve(history: list[dict[str, Any]], path: Path, title: str) -> bool:
+    """learning_curve.png: episode return per seed (thin) and their mean (thick) against env steps per seed.
+
+    Chunks where a seed finished no episode are gaps in its line. False when there is nothing to draw.
+    """
+    if not history or "return_sum" not in history[0]:
+        return False
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    steps = np.array([h["env_steps"] for h in history], np.float64)
+    sums = np.array([h["return_sum"] for h in history], np.float64)  # (chunks, seeds)
+    counts = np.array([h["episodes"] for h in history], np.float64)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        per_seed = np.where(counts > 0, sums / counts, np.nan)
+        mean = np.where(counts.sum(1) > 0, sums.sum(1) / counts.sum(1), np.nan)
+    fig, ax = plt.subplots(figsize=(7, 4), dpi=100)
+    if per_seed.shape[1] > 1:
+        for s in range(per_seed.shape[1]):
+            ax.plot(steps, per_seed[:, s], lw=0.8, alpha=0.5, label=f"seed {s}")
+    ax.plot(steps, mean, lw=2.2, color="black", label="mean" if per_seed.shape[1] > 1 else "return")
+    ax.set_xlabel("env steps per seed")
+    ax.set_ylabel("episode return")
+    ax.set_title(title)
+    ax.grid(alpha=0.3)
+    ax.legend(loc="best", fontsize=8)
+    fig.tight_layout()
+    tmp = path.with_suffix(".tmp.png")
+    fig.savefig(tmp)
+    plt.close(fig)
+    tmp.replace(path)
+    return True

@@ -27,6 +27,7 @@ USAGE = """usage: python -m jaxrl.train [key=value ...]
   seed=0 num_seeds=1 num_envs=1024 total_timesteps=2e7 num_chunks=50
   run_dir=PATH device=auto|cpu|gpu|metal progress=true|false
   checkpoint.every_steps=N checkpoint.every_minutes=10 checkpoint.keep=3
+  logger=tensorboard | wandb | [tensorboard,wandb]   (metrics.csv is always written)
   resume=RUN_DIR [key=value ...]   continue a run from its newest readable checkpoint
                                    (settings that change the state's shapes are refused)
 """
@@ -187,9 +188,22 @@ def train(cfg: TrainConfig, resolved: Any, resume: Path | None = None) -> dict[s
     from omegaconf import OmegaConf
 
     from jaxrl.checkpoint import Checkpointer
+    from jaxrl.config import logger_names
     from jaxrl.devices import select_device
-    from jaxrl.runlog import MetricsCSV, Progress, episode_means, write_json
+    from jaxrl.runlog import (
+        MetricsCSV,
+        Progress,
+        check_loggers,
+        episode_means,
+        open_loggers,
+        plot_learning_curve,
+        write_json,
+    )
 
+    try:
+        check_loggers(logger_names(cfg.logger))
+    except ImportError as e:
+        raise ConfigError(str(e)) from None
     devices = select_device(cfg.device)
     env, env_params = make_env(cfg)
     trainer = Trainer(cfg, env, env_params)  # checks sizes (replay memory) before anything is written
@@ -220,6 +234,8 @@ def train(cfg: TrainConfig, resolved: Any, resume: Path | None = None) -> dict[s
     start_steps = run.done_updates * trainer.steps_per_update
     progress = Progress(total_steps, cfg.progress, start=start_steps)
     metrics = MetricsCSV(run_dir / "metrics.csv", keep_until=start_steps if resume is not None else None)
+    config_dict = OmegaConf.to_container(resolved, resolve=True)
+    loggers = open_loggers(logger_names(cfg.logger), run_dir, cfg.wandb_project, config_dict)
     every_steps, every_minutes = cfg.checkpoint.every_steps, cfg.checkpoint.every_minutes
     saved_steps, saved_at = start_steps, time.monotonic()
     kill_after, chunks_here, interrupted, saved = _kill_after_chunks(), 0, False, None
@@ -238,9 +254,10 @@ def train(cfg: TrainConfig, resolved: Any, resume: Path | None = None) -> dict[s
                 sps = active * trainer.steps_per_update * cfg.num_seeds / dt
                 means = episode_means(stats)
                 losses = {k: nanmean(v) for k, v in stats.items() if not k.endswith("_sum") and k != "episodes"}
-                metrics.write(
-                    {"env_steps": steps, "sps": sps, "wall_s": run.train_s + run.compile_s, **means, **losses}
-                )
+                row = {"env_steps": steps, "sps": sps, "wall_s": run.train_s + run.compile_s, **means, **losses}
+                metrics.write(row)
+                for logger in loggers:
+                    logger.write(steps, row)
                 progress.update(steps, sps, means)
                 due = (every_steps is not None and steps - saved_steps >= every_steps) or (
                     every_minutes is not None and time.monotonic() - saved_at >= 60 * every_minutes
@@ -259,9 +276,13 @@ def train(cfg: TrainConfig, resolved: Any, resume: Path | None = None) -> dict[s
     finally:
         progress.close()
         metrics.close()
+        for logger in loggers:
+            logger.close()
         checkpoints.close()
 
     summary = summarize(cfg, run, trainer.steps_per_update)
+    if plot_learning_curve(run.history, run_dir / "learning_curve.png", f"{cfg.env.name} {cfg.algo.name}"):
+        summary["learning_curve"] = str(run_dir / "learning_curve.png")
     summary.update(interrupted=interrupted, device=devices[0].platform, run_dir=str(run_dir), checkpoint=str(saved))
     write_json(run_dir / "summary.json", summary)
     final = f"final return {summary['final_return']:.2f}" if summary["final_return"] is not None else ""

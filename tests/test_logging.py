@@ -1,0 +1,124 @@
+"""Loggers: metrics.csv always, TensorBoard event files, W&B offline, learning_curve.png, progress output."""
+
+import csv
+import struct
+
+import pytest
+from PIL import Image
+
+from jaxrl import runlog
+from jaxrl.train import main
+
+RUN = ["env=CartPole-v1", "num_envs=4", "algo.num_steps=32", "total_timesteps=4096", "num_chunks=4", "num_seeds=2"]
+
+
+def tensorboard_scalars(directory) -> dict[str, list[tuple[int, float]]]:
+    """Scalars of every event file under `directory` (TFRecord framing: length, crc, event proto, crc)."""
+    from tensorboardX.proto import event_pb2
+
+    scalars: dict[str, list[tuple[int, float]]] = {}
+    for path in directory.glob("events.out.tfevents.*"):
+        data = path.read_bytes()
+        at = 0
+        while at < len(data):
+            (length,) = struct.unpack("<Q", data[at : at + 8])
+            event = event_pb2.Event.FromString(data[at + 12 : at + 12 + length])
+            at += 12 + length + 4
+            for value in event.summary.value:
+                scalars.setdefault(value.tag, []).append((event.step, value.simple_value))
+    return scalars
+
+
+def test_tensorboard_events_match_metrics_csv_and_a_curve_is_drawn(tmp_path):
+    run_dir = tmp_path / "tb"
+    assert main([*RUN, "logger=tensorboard", f"run_dir={run_dir}", "progress=false"]) == 0
+    with open(run_dir / "metrics.csv") as f:
+        rows = list(csv.DictReader(f))
+    scalars = tensorboard_scalars(run_dir / "tensorboard")
+    returns = scalars["train/episode_return"]
+    assert [step for step, _ in returns] == [int(r["env_steps"]) for r in rows]
+    assert [v for _, v in returns] == pytest.approx([float(r["episode_return"]) for r in rows], rel=1e-5)
+    assert {"train/sps", "train/value_loss", "train/episode_length"} <= set(scalars)
+    with Image.open(run_dir / "learning_curve.png") as image:
+        assert image.format == "PNG" and image.size == (700, 400)
+
+
+def test_wandb_offline_run_is_written_in_the_run_dir(tmp_path, monkeypatch):
+    monkeypatch.setenv("WANDB_MODE", "offline")
+    monkeypatch.setenv("WANDB_SILENT", "true")
+    run_dir = tmp_path / "wb"
+    assert main([*RUN, "logger=[wandb,tensorboard]", f"run_dir={run_dir}", "progress=false"]) == 0
+    offline = list((run_dir / "wandb").glob("offline-run-*"))
+    assert len(offline) == 1
+    run_id = (run_dir / "wandb_id.txt").read_text().strip()
+    assert list(offline[0].glob(f"run-{run_id}.wandb"))  # the logged history, ready for `wandb sync`
+    assert (run_dir / "tensorboard").is_dir()  # several loggers at once
+
+
+def test_wandb_gets_every_chunk_at_its_env_step(tmp_path, monkeypatch):
+    logged = []
+
+    class FakeRun:
+        def log(self, values, step):
+            logged.append((step, values))
+
+        def finish(self):
+            logged.append("finish")
+
+    class FakeWandb:
+        @staticmethod
+        def init(**kwargs):
+            logged.append(kwargs)
+            return FakeRun()
+
+    import importlib.machinery
+    import sys
+
+    FakeWandb.__spec__ = importlib.machinery.ModuleSpec("wandb", None)
+    monkeypatch.setitem(sys.modules, "wandb", FakeWandb)
+    run_dir = tmp_path / "fake"
+    assert main([*RUN, "logger=wandb", "wandb_project=mine", f"run_dir={run_dir}", "progress=false"]) == 0
+    init, *chunks, finish = logged
+    assert init["project"] == "mine" and init["dir"] == str(run_dir) and init["config"]["num_envs"] == 4
+    assert [step for step, _ in chunks] == [1024, 2048, 3072, 4096] and finish == "finish"
+    assert all("episode_return" in values for _, values in chunks)
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["logger=printer"], "logger=printer is invalid: allowed csv, tensorboard, wandb"),
+        (["logger=[tensorboard,bogus]"], "logger=bogus is invalid"),
+    ],
+)
+def test_bad_logger_is_one_line(tmp_path, capsys, args, message):
+    assert main([*RUN, *args, f"run_dir={tmp_path / 'x'}"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and message in err[0], err
+    assert not (tmp_path / "x").exists()
+
+
+def test_missing_logger_package_is_one_line_before_anything_is_written(tmp_path, capsys, monkeypatch):
+    import importlib.util
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "wandb" else real(name, *a))
+    assert main([*RUN, "logger=wandb", f"run_dir={tmp_path / 'x'}"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == ["error: logger=wandb needs wandb: pip install 'jaxrl[wandb]'"]
+    assert not (tmp_path / "x").exists()
+
+
+def test_progress_is_a_live_bar_on_a_terminal_and_plain_lines_elsewhere(capsys, monkeypatch):
+    plain = runlog.Progress(1000, live=True)  # pytest's stdout is not a terminal
+    plain.update(500, 100.0, {"episode_return": 1.5, "score": 2.0})
+    plain.close()
+    out = capsys.readouterr().out
+    assert out.startswith("steps 500/1.00k (50%) | 100 steps/s | ETA 5s | return 1.50 | score 2.00")
+
+    monkeypatch.setattr("sys.stdout.isatty", lambda: True)
+    live = runlog.Progress(1000, live=True, start=200)
+    assert live.bar is not None and live.bar.n == 200
+    live.update(500, 100.0, {"episode_return": 1.5})
+    assert live.bar.n == 500
+    live.close()
