@@ -8,6 +8,7 @@ from typing import Any
 from jaxrl.config import DQNConfig, EnvConfig, PPOConfig, SnakeEnvConfig, TrainConfig, validate
 
 ALGOS = {"ppo": PPOConfig, "dqn": DQNConfig}
+PRESETS = ("fast", "heavy", "beast")
 ENV_SCHEMAS = {"snake": SnakeEnvConfig}
 
 
@@ -70,6 +71,11 @@ def compose_config(overrides: list[str]) -> tuple[TrainConfig, Any]:
     for item in overrides:
         if "=" not in item:
             raise UsageError(f"bad argument '{item}': expected key=value (see `python -m jaxrl.train --help`)")
+    preset = _group_choice(overrides, "preset")
+    if preset is not None and preset not in PRESETS:
+        raise UsageError(f"unknown preset '{preset}'; valid: {', '.join(PRESETS)}")
+    if preset is not None and (algo or "ppo") != "ppo":
+        raise UsageError(f"preset={preset} sets PPO's rollout and minibatches; it does not apply to algo={algo}")
     _register(names)
     GlobalHydra.instance().clear()
     try:

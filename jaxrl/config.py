@@ -58,6 +58,7 @@ class PPOConfig:
     num_steps: int = 128  # rollout length per env per update
     update_epochs: int = 4  # passes over each rollout
     num_minibatches: int = 4  # minibatches per epoch; must divide num_envs * num_steps
+    minibatch_size: Any = None  # transitions per minibatch (replaces num_minibatches): an integer, or auto
     gamma: float = 0.99  # discount
     gae_lambda: float = 0.95  # GAE lambda
     clip_eps: float = 0.2  # PPO ratio clip (and value clip)
@@ -178,17 +179,37 @@ def validate(cfg: TrainConfig) -> None:
         raise ConfigError(f"env.size={cfg.env.size} is invalid: must be >= 4")
 
 
+def ppo_minibatches(cfg: TrainConfig) -> int:
+    """Minibatches per epoch. `minibatch_size=auto`: the largest divisor of the rollout batch that still
+    gives at least `num_minibatches` minibatches; an integer minibatch_size must divide the batch."""
+    a = cfg.algo
+    batch = cfg.num_envs * a.num_steps
+    where = f"num_envs * algo.num_steps = {cfg.num_envs} * {a.num_steps} = {batch}"
+    if a.minibatch_size is None:
+        if batch % a.num_minibatches:
+            raise ConfigError(f"algo.num_minibatches={a.num_minibatches} must divide {where}")
+        return a.num_minibatches
+    if isinstance(a.minibatch_size, str) and a.minibatch_size.strip().lower() == "auto":
+        cap = max(1, batch // a.num_minibatches)
+        size = max(d for d in range(1, cap + 1) if batch % d == 0)
+        return batch // size
+    size = a.minibatch_size
+    if isinstance(size, str) and size.strip().isdigit():
+        size = int(size)
+    if not isinstance(size, int) or isinstance(size, bool) or size <= 0:
+        raise ConfigError(f"algo.minibatch_size={a.minibatch_size} is invalid: a positive integer or auto")
+    if batch % size:
+        raise ConfigError(f"algo.minibatch_size={size} must divide {where} (or use algo.minibatch_size=auto)")
+    return batch // size
+
+
 def _validate_ppo(cfg: TrainConfig, a: PPOConfig) -> None:
     for name in ("num_steps", "update_epochs", "num_minibatches", "reward_scale"):
         _positive(f"algo.{name}", getattr(a, name))
     if not 0 <= a.gae_lambda <= 1:
         raise ConfigError(f"algo.gae_lambda={a.gae_lambda} is invalid: must be in [0, 1]")
     batch = cfg.num_envs * a.num_steps
-    if batch % a.num_minibatches:
-        raise ConfigError(
-            f"algo.num_minibatches={a.num_minibatches} must divide num_envs * algo.num_steps = "
-            f"{cfg.num_envs} * {a.num_steps} = {batch}"
-        )
+    ppo_minibatches(cfg)
     if cfg.total_timesteps < batch:
         raise ConfigError(
             f"total_timesteps={cfg.total_timesteps:g} is below one update (num_envs * algo.num_steps = {batch})"

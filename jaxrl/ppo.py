@@ -18,7 +18,7 @@ from flax import struct
 from gymnax.environments import spaces
 
 from jaxrl import losses, networks
-from jaxrl.config import ConfigError, TrainConfig
+from jaxrl.config import ConfigError, TrainConfig, ppo_minibatches
 
 
 @struct.dataclass
@@ -162,7 +162,8 @@ class PPO(Chunked):
             shared=self.algo.shared_torso,
         )
         self.obs_shape = obs_shape
-        steps = self.num_updates * self.algo.update_epochs * self.algo.num_minibatches
+        self.num_minibatches = ppo_minibatches(cfg)
+        steps = self.num_updates * self.algo.update_epochs * self.num_minibatches
         lr = optax.linear_schedule(self.algo.lr, 0.0, steps) if self.algo.anneal_lr else self.algo.lr
         self.optimizer = optax.chain(optax.clip_by_global_norm(self.algo.max_grad_norm), optax.adam(lr, eps=1e-5))
 
@@ -180,8 +181,8 @@ class PPO(Chunked):
 
     @property
     def minibatch_size(self) -> int:
-        size, rest = divmod(self.batch_size, self.algo.num_minibatches)
-        assert rest == 0, f"num_minibatches={self.algo.num_minibatches} must divide {self.batch_size}"
+        size, rest = divmod(self.batch_size, self.num_minibatches)
+        assert rest == 0, f"{self.num_minibatches} minibatches must divide {self.batch_size}"
         return size
 
     @property
@@ -304,7 +305,7 @@ class PPO(Chunked):
 
         def split(x: jax.Array) -> jax.Array:
             x = x.reshape((self.batch_size,) + x.shape[2:])[perm]
-            return x.reshape((self.algo.num_minibatches, self.minibatch_size) + x.shape[1:])
+            return x.reshape((self.num_minibatches, self.minibatch_size) + x.shape[1:])
 
         step = lambda c, minibatch: self.minibatch_step(c, minibatch, obs_stats)
         return jax.lax.scan(step, carry, jax.tree.map(split, data))

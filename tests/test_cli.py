@@ -9,7 +9,8 @@ import sys
 import pytest
 import yaml
 
-from jaxrl.train import main
+from jaxrl.cli_config import compose_config
+from jaxrl.train import main, make_env
 
 
 def test_smoke_run_writes_the_run_directory(tmp_path, capsys):
@@ -85,6 +86,18 @@ def test_gymnax_id_runs(tmp_path):
         (["algo.network=resnet"], "algo.network=resnet is invalid: allowed mlp, cnn"),
         (["total_timesteps=1"], "total_timesteps=1 is below one update"),
         (["seed"], "bad argument 'seed': expected key=value"),
+        (["preset=turbo"], "unknown preset 'turbo'; valid: fast, heavy, beast"),
+        (["preset=fast", "algo=dqn"], "preset=fast sets PPO's rollout and minibatches; it does not apply to algo=dqn"),
+        (
+            ["preset=fast", "num_envs=1000"],
+            (
+                "algo.minibatch_size=4096 must divide num_envs * algo.num_steps = 1000 * 32 = 32000"
+                " (or use algo.minibatch_size=auto)"
+            ),
+        ),
+        (["algo.minibatch_size=big"], "algo.minibatch_size=big is invalid: a positive integer or auto"),
+        (["algo.minibatch_size=0"], "algo.minibatch_size=0 is invalid: a positive integer or auto"),
+        (["checkpoint.keep=0"], "checkpoint.keep=0 is invalid: must be >= 1"),
     ],
 )
 def test_bad_input_is_one_line(args, expected, capsys, tmp_path):
@@ -109,3 +122,37 @@ def test_entry_point_exit_code_without_traceback(tmp_path):
     assert proc.returncode == 2
     assert proc.stderr.strip() == "error: num_envs=-4 is invalid: must be > 0"
     assert not (tmp_path / "runs").exists()
+
+
+@pytest.mark.parametrize(
+    "preset, expected",
+    [
+        ("fast", (512, 32, 4096, 4, [128, 128])),
+        ("heavy", (2048, 64, 16384, 6, [512, 256])),
+        ("beast", (8192, 128, 65536, 8, [1024, 512, 512, 256])),
+    ],
+)
+def test_presets_set_envs_rollout_minibatch_epochs_and_network(preset, expected):
+    cfg, _ = compose_config(["env=CartPole-v1", f"preset={preset}", "total_timesteps=2e6"])
+    a = cfg.algo
+    assert (cfg.num_envs, a.num_steps, a.minibatch_size, a.update_epochs, a.hidden) == expected
+    wins, _ = compose_config(["env=CartPole-v1", f"preset={preset}", "num_envs=1024", "algo.update_epochs=2"])
+    assert (wins.num_envs, wins.algo.update_epochs) == (1024, 2)  # the command line beats the preset
+
+
+@pytest.mark.parametrize(
+    "num_envs, num_steps, num_minibatches, expected_size",
+    [(6, 10, 4, 15), (7, 10, 4, 14), (13, 1, 2, 1), (512, 32, 4, 4096)],
+)
+def test_minibatch_size_auto_is_the_largest_divisor_giving_enough_minibatches(
+    num_envs, num_steps, num_minibatches, expected_size
+):
+    from jaxrl.config import ppo_minibatches
+    from jaxrl.ppo import PPO
+
+    overrides = [f"num_envs={num_envs}", f"algo.num_steps={num_steps}", f"algo.num_minibatches={num_minibatches}"]
+    cfg, _ = compose_config(["env=CartPole-v1", *overrides, "algo.minibatch_size=auto", "total_timesteps=1e5"])
+    batch = num_envs * num_steps
+    assert batch // ppo_minibatches(cfg) == expected_size
+    assert batch % expected_size == 0 and batch // expected_size >= num_minibatches
+    assert PPO(cfg, *make_env(cfg)).minibatch_size == expected_size
