@@ -133,6 +133,7 @@ class TrainConfig:
     device: str = "auto"  # auto | cpu | gpu | metal
     progress: bool = True  # live progress line on a terminal (plain lines otherwise)
     checkpoint: CheckpointConfig = field(default_factory=CheckpointConfig)  # when to save (always at the end)
+    curriculum: list[Any] = field(default_factory=list)  # phases [{steps: 1e6, <EnvParams field>: value}, ...]
     logger: Any = "csv"  # csv (always written) | tensorboard | wandb, or a list: [tensorboard,wandb]
     wandb_project: str = "jaxrl"  # Weights & Biases project (WANDB_MODE=offline is honoured)
 

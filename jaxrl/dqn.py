@@ -20,6 +20,7 @@ from gymnax.environments import spaces
 
 from jaxrl import networks
 from jaxrl.config import ConfigError, TrainConfig, dqn_schedule
+from jaxrl.curriculum import traced
 from jaxrl.ppo import Chunked, episode_stats
 from jaxrl.replay import Batch, ReplayBuffer, ReplayState
 
@@ -38,6 +39,7 @@ class DQNRunner:
     episode_return: jax.Array  # (num_envs,) float32
     episode_length: jax.Array  # (num_envs,) int32
     update: jax.Array  # () int32, updates done
+    env_params: Any = None  # EnvParams the envs step with (traced: a curriculum changes them between chunks)
 
 
 def q_targets(
@@ -120,6 +122,7 @@ class DQN(Chunked):
             episode_return=jnp.zeros(n, jnp.float32),
             episode_length=jnp.zeros(n, jnp.int32),
             update=jnp.zeros((), jnp.int32),
+            env_params=traced(self.env_params),
         )
 
     # -- acting --------------------------------------------------------------------------------
@@ -143,7 +146,7 @@ class DQN(Chunked):
         act_key, step_key = jax.random.split(key)
         action = self.act(runner.params, runner.obs, act_key, epsilon)
         obs, env_state, reward, terminated, truncated, info = jax.vmap(self.env.step, in_axes=(0, 0, 0, None))(
-            jax.random.split(step_key, self.cfg.num_envs), runner.env_state, action, self.env_params
+            jax.random.split(step_key, self.cfg.num_envs), runner.env_state, action, runner.env_params
         )
         replay = self.buffer.add(
             runner.replay, runner.obs, action, reward, info["final_observation"], terminated, truncated

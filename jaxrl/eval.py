@@ -100,7 +100,7 @@ def evaluate(args: dict[str, Any]) -> dict[str, Any]:
 
     from jaxrl.checkpoint import Checkpointer
     from jaxrl.cli_config import resume_config
-    from jaxrl.evaluate import play, record
+    from jaxrl.evaluate import default_max_steps, play, record
     from jaxrl.train import Trainer, make_env
 
     run_dir = Path(args["run_dir"]).expanduser()
@@ -124,9 +124,12 @@ def evaluate(args: dict[str, Any]) -> dict[str, Any]:
 
     episodes, greedy = args["episodes"], args["greedy"]
     keys = jax.random.split(jax.random.key(args["seed"]), cfg.num_seeds)
+    # The env params the agent trained with last (a curriculum's final phase), carried in the runner.
+    env_params = jax.tree.map(lambda x: np.asarray(x[0]), runner.env_params)
+    max_steps = default_max_steps(env_params)
 
     def one_seed(r, k):
-        return play(env, env_params, algo.runner_policy(r, greedy), k, episodes)
+        return play(env, r.env_params, algo.runner_policy(r, greedy), k, episodes, max_steps)
 
     t0 = time.perf_counter()
     out = jax.device_get(jax.jit(jax.vmap(one_seed))(runner, keys))  # (seeds, episodes)

@@ -19,6 +19,7 @@ from gymnax.environments import spaces
 
 from jaxrl import losses, networks
 from jaxrl.config import ConfigError, TrainConfig, ppo_minibatches
+from jaxrl.curriculum import traced
 
 
 @struct.dataclass
@@ -34,6 +35,7 @@ class Runner:
     episode_length: jax.Array  # (num_envs,) int32, steps of the running episodes
     update: jax.Array  # () int32, updates done
     obs_stats: ObsStats | None = None  # running observation statistics when algo.normalize_obs
+    env_params: Any = None  # EnvParams the envs step with (traced: a curriculum changes them between chunks)
 
 
 @struct.dataclass
@@ -214,6 +216,7 @@ class PPO(Chunked):
             episode_length=jnp.zeros(n, jnp.int32),
             update=jnp.zeros((), jnp.int32),
             obs_stats=ObsStats.create(self.obs_shape) if self.algo.normalize_obs else None,
+            env_params=traced(self.env_params),
         )
 
     # -- rollout ----------------------------------------------------------------------------
@@ -245,7 +248,7 @@ class PPO(Chunked):
         env_action = jnp.clip(action, self.action_low, self.action_high) if self.continuous else action
         step_keys = jax.random.split(step_key, self.cfg.num_envs)
         obs, env_state, reward, terminated, truncated, info = jax.vmap(self.env.step, in_axes=(0, 0, 0, None))(
-            step_keys, runner.env_state, env_action, self.env_params
+            step_keys, runner.env_state, env_action, runner.env_params
         )
         value_fn = lambda o: self.network.apply(runner.params, self.prepare(runner.obs_stats, o), method="value")
         # Only truncated steps bootstrap from final_observation; `collect` fills in the rest.

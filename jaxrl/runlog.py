@@ -92,7 +92,7 @@ class Progress:
 
             self.bar = tqdm(total=total_steps, initial=start, unit="step", unit_scale=True, dynamic_ncols=True)
 
-    def update(self, steps: int, sps: float, means: dict[str, float]) -> None:
+    def update(self, steps: int, sps: float, means: dict[str, float], phase: str | None = None) -> None:
         left = (self.total - steps) / sps if sps > 0 else math.nan
         parts = [
             f"steps {_si(steps)}/{_si(self.total)} ({100 * steps / self.total:.0f}%)",
@@ -102,6 +102,8 @@ class Progress:
         ]
         if "score" in means:
             parts.append(f"score {_fmt(means['score'])}")
+        if phase is not None:
+            parts.append(f"phase {phase}")
         if self.bar is not None:
             self.bar.update(steps - self.bar.n)
             self.bar.set_postfix_str(" | ".join(parts[3:]) + f" | {_si(sps)} steps/s")

@@ -81,6 +81,13 @@ class Trainer:
                 f"the replay buffer ({self.algo.buffer.capacity:,} transitions x {cfg.num_seeds} seeds)",
                 "algo.buffer_size (or num_seeds)",
             )
+        from jaxrl.curriculum import Curriculum, build_phases
+
+        self.curriculum = None
+        if cfg.curriculum:
+            shape_keys = ENV_KWARGS.get(cfg.env.name, ())
+            phases = build_phases(cfg.curriculum, cfg.env.name, env_params, shape_keys, self.steps_per_update)
+            self.curriculum = Curriculum(phases, env_params)
         run_chunk = lambda runner, n: self.algo.run_chunk(runner, n, self.chunk)
         self._chunk_fn = jax.jit(jax.vmap(run_chunk, in_axes=(0, None)), donate_argnums=0)
         self._init_fn = jax.jit(jax.vmap(self.algo.init))
@@ -107,6 +114,13 @@ class Trainer:
         self._compiled = self._chunk_fn.lower(runner, jnp.int32(self.chunk)).compile()
         jax.block_until_ready(runner)
         return runner, time.perf_counter() - t0
+
+    def with_env_params(self, runner: Any, params: Any) -> Any:
+        """The runner with every seed's envs switched to `params` (traced `EnvParams`)."""
+        import jax
+
+        seeds = self.cfg.num_seeds
+        return runner.replace(env_params=jax.tree.map(lambda x: np.broadcast_to(x, (seeds, *x.shape)).copy(), params))
 
     def run_chunk(self, runner: Any, active: int) -> tuple[Any, dict[str, np.ndarray]]:
         import jax
@@ -241,8 +255,14 @@ def train(cfg: TrainConfig, resolved: Any, resume: Path | None = None) -> dict[s
     kill_after, chunks_here, interrupted, saved = _kill_after_chunks(), 0, False, None
     try:
         with StopRequest() as stop:
+            curriculum, phase = trainer.curriculum, None
             while run.done_updates < trainer.num_updates and not stop.requested:
                 active = min(trainer.chunk, trainer.num_updates - run.done_updates)
+                if curriculum is not None:
+                    if curriculum.phase(run.done_updates) is not phase:
+                        phase = curriculum.phase(run.done_updates)
+                        runner = trainer.with_env_params(runner, curriculum.params(phase))
+                    active = min(active, curriculum.updates_left(run.done_updates) or active)
                 t0 = time.perf_counter()
                 runner, stats = trainer.run_chunk(runner, active)
                 dt = time.perf_counter() - t0
@@ -255,10 +275,12 @@ def train(cfg: TrainConfig, resolved: Any, resume: Path | None = None) -> dict[s
                 means = episode_means(stats)
                 losses = {k: nanmean(v) for k, v in stats.items() if not k.endswith("_sum") and k != "episodes"}
                 row = {"env_steps": steps, "sps": sps, "wall_s": run.train_s + run.compile_s, **means, **losses}
+                if phase is not None:
+                    row["phase"] = phase.index
                 metrics.write(row)
                 for logger in loggers:
                     logger.write(steps, row)
-                progress.update(steps, sps, means)
+                progress.update(steps, sps, means, phase=f"{phase.index}/{len(curriculum)}" if phase else None)
                 due = (every_steps is not None and steps - saved_steps >= every_steps) or (
                     every_minutes is not None and time.monotonic() - saved_at >= 60 * every_minutes
                 )
