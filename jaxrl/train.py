@@ -383,6 +383,9 @@ def main(argv: list[str] | None = None) -> int:
     except (UsageError, ConfigError, CheckpointError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:  # before training started, or a second Ctrl-C: nothing more is saved
+        print("\nstopped; checkpoints already written are kept", file=sys.stderr)
+        return 130
     return 130 if summary["interrupted"] else 0
 
 

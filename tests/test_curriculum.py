@@ -10,6 +10,7 @@ import envs
 from jaxrl.config import ConfigError
 from jaxrl.curriculum import build_phases, traced
 from jaxrl.train import main
+from tests.conftest import count_traces
 
 RUN = ["env=CartPole-v1", "num_envs=4", "algo.num_steps=64", "total_timesteps=20480", "num_chunks=8"]
 TWO_PHASES = "curriculum=[{steps:6000,max_steps_in_episode:10},{max_steps_in_episode:500}]"
@@ -37,14 +38,7 @@ def test_traced_params_have_fixed_dtypes_whatever_the_values():
 def test_phases_switch_params_without_retracing(tmp_path, monkeypatch):
     from jaxrl import ppo
 
-    traces = []
-    original = ppo.PPO.run_chunk
-
-    def counting(self, runner, num_active, length):
-        traces.append(length)
-        return original(self, runner, num_active, length)
-
-    monkeypatch.setattr(ppo.PPO, "run_chunk", counting)
+    traces = count_traces(monkeypatch, ppo.PPO)
     run_dir = tmp_path / "run"
     assert main([*RUN, TWO_PHASES, f"run_dir={run_dir}", "progress=false"]) == 0
     assert len(traces) == 1  # one compiled chunk served both phases

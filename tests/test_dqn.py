@@ -13,6 +13,7 @@ from jaxrl.dqn import make_train, q_targets
 from jaxrl.evaluate import play
 from jaxrl.replay import ReplayBuffer
 from jaxrl.train import Trainer
+from tests.conftest import count_traces
 from tests.test_ppo import final_mean, random_snake_score
 
 
@@ -155,14 +156,7 @@ def test_dqn_cartpole_with_purejaxrl_settings_reaches_475():
 def test_one_trace_serves_every_dqn_chunk(monkeypatch):
     from jaxrl import dqn as dqn_module
 
-    traces = []
-    original = dqn_module.DQN.run_chunk
-
-    def counting(self, runner, num_active, length):
-        traces.append(length)
-        return original(self, runner, num_active, length)
-
-    monkeypatch.setattr(dqn_module.DQN, "run_chunk", counting)
+    traces = count_traces(monkeypatch, dqn_module.DQN)
     algo = DQNConfig(buffer_size=64, batch_size=8, learning_starts=16, train_freq=8, target_update_interval=16)
     cfg = TrainConfig(
         env=EnvConfig(name="CartPole-v1"), algo=algo, num_envs=4, num_seeds=2, total_timesteps=8 * 7, num_chunks=3

@@ -10,6 +10,7 @@ from jaxrl.cli_config import compose_config
 from jaxrl.config import EnvConfig, PPOConfig, SnakeEnvConfig, TrainConfig
 from jaxrl.ppo import ObsStats, make_train
 from jaxrl.train import Trainer, make_env
+from tests.conftest import count_traces
 
 
 def final_mean(stats, key="return_sum", tail=0.1):
@@ -58,14 +59,7 @@ def test_snake_beats_random_and_seeds_are_independent():
 def test_one_trace_serves_every_chunk(monkeypatch):
     from jaxrl import ppo as ppo_module
 
-    traces = []
-    original = ppo_module.PPO.run_chunk
-
-    def counting(self, runner, num_active, length):
-        traces.append(length)
-        return original(self, runner, num_active, length)
-
-    monkeypatch.setattr(ppo_module.PPO, "run_chunk", counting)
+    traces = count_traces(monkeypatch, ppo_module.PPO)
     cfg = TrainConfig(
         env=EnvConfig(name="CartPole-v1"),
         algo=PPOConfig(num_steps=16),
