@@ -7,9 +7,10 @@ from typing import Any
 
 import gymnax
 
+from envs.grid import GridWorld
 from envs.snake import Snake
 
-OUR_ENVS: dict[str, Callable[..., Any]] = {"snake": Snake}
+OUR_ENVS: dict[str, Callable[..., Any]] = {"snake": Snake, "grid": GridWorld}
 
 
 class UnknownEnvError(ValueError):

@@ -5,11 +5,11 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from jaxrl.config import DQNConfig, EnvConfig, PPOConfig, SnakeEnvConfig, TrainConfig, validate
+from jaxrl.config import DQNConfig, EnvConfig, GridEnvConfig, PPOConfig, SnakeEnvConfig, TrainConfig, validate
 
 ALGOS = {"ppo": PPOConfig, "dqn": DQNConfig}
 PRESETS = ("fast", "heavy", "beast")
-ENV_SCHEMAS = {"snake": SnakeEnvConfig}
+ENV_SCHEMAS = {"snake": SnakeEnvConfig, "grid": GridEnvConfig}
 
 
 def _register(env_names: list[str]) -> None:

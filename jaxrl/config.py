@@ -45,7 +45,25 @@ class SnakeEnvConfig(EnvConfig):
     reward_step: float = 0.0  # reward for every other step
 
 
-ENV_KWARGS = {"snake": ("size",)}  # constructor arguments; every other field but `name` is an EnvParams field
+@dataclass
+class GridEnvConfig(EnvConfig):
+    """Grid world: map size, agents per world and view (compiled in) and `EnvParams` (traced)."""
+
+    name: str = "grid"
+    size: int = 8  # map side; the map is size x size
+    num_agents: int = 1  # agents per world, sharing one policy
+    view: int = 5  # side of each agent's egocentric view (odd)
+    regrow_delay: int | None = None  # steps until a collected resource is back; None: 20
+    reward_collect: float | None = None  # reward per unit collected; None: 1
+    reward_step: float | None = None  # reward per agent per step; None: 0
+    wall_density: float | None = None  # chance of a wall per cell at reset; None: 0.15
+    resource_density: float | None = None  # chance of a resource source per free cell; None: 0.1
+
+
+ENV_KWARGS = {
+    "snake": ("size",),
+    "grid": ("size", "num_agents", "view"),
+}  # constructor arguments; every other field but `name` is an EnvParams field
 
 
 @dataclass

@@ -69,7 +69,7 @@ def test_gymnax_id_runs(tmp_path):
 @pytest.mark.parametrize(
     "args,expected",
     [
-        (["env=snak"], "unknown env 'snak'; valid: snake, CartPole-v1"),
+        (["env=snak"], "unknown env 'snak'; valid: snake, grid, CartPole-v1"),
         (["num_envz=4"], "unknown setting 'num_envz'"),
         (["num_envs=-4"], "num_envs=-4 is invalid: must be > 0"),
         (["algo.lr=banana"], "bad override 'algo.lr=banana'"),

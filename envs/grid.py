@@ -1,0 +1,287 @@
+"""A resource-collection grid world (MettaGrid-like) for one or many agents, as a pure JAX gymnax 1.0 env.
+
+Maps are kept as row bitmasks (one uint32 word per map row, bit `c` for column `c`), so moves,
+collisions and the egocentric view are a few integer operations per agent and `vmap` turns them
+into SIMD across worlds; only the regrowth timers are stored per cell.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from flax import struct
+from gymnax.environments import environment, spaces
+
+from envs.base import Env
+
+# Row and column offsets of the actions: 0 stay, 1 up, 2 right, 3 down, 4 left, 5 collect (no move).
+DROW = (0, -1, 0, 1, 0, 0)
+DCOL = (0, 0, 1, 0, -1, 0)
+COLLECT = 5
+CHANNELS = ("wall", "resource", "agent", "self")
+
+
+@struct.dataclass
+class EnvState(environment.EnvState):
+    walls: jax.Array  # (size,) uint32, bit c of word r set where cell (r, c) is a wall
+    sources: jax.Array  # (size,) uint32, cells that hold a resource when their timer is 0
+    timer: jax.Array  # (size, size) int32, steps until a collected resource is back (0: there)
+    row: jax.Array  # (agents,) int32
+    col: jax.Array  # (agents,) int32
+    inventory: jax.Array  # (agents,) int32, units collected this episode
+    time: jax.Array  # () int32, steps since the reset
+
+
+@struct.dataclass
+class EnvParams(environment.EnvParams):
+    max_steps_in_episode: int = 256  # truncation: steps in one episode
+    regrow_delay: int = 20  # steps until a collected resource is back
+    reward_collect: float = 1.0  # reward for each unit collected
+    reward_step: float = 0.0  # reward for every agent on every step
+    wall_density: float = 0.15  # chance that a cell is a wall at reset
+    resource_density: float = 0.1  # chance that a free cell is a resource source at reset
+
+
+def _pick(values: tuple[int, ...], index: jax.Array) -> jax.Array:
+    """values[index] for a small static table, as selects (no gather under vmap)."""
+    out = jnp.int32(values[-1])
+    for i in range(len(values) - 2, -1, -1):
+        out = jnp.where(index == i, jnp.int32(values[i]), out)
+    return out
+
+
+class GridWorld(Env):
+    """Agents walk a `size x size` map with walls and collect resources that regrow; all agents act at once.
+
+    Map: walls (`wall_density`) and resource sources (`resource_density` of the free cells) are
+    drawn at every reset; agents start on distinct free cells. Cells beyond the border are walls.
+    Observation: per agent `(view, view, 4)` uint8 centred on the agent, channels: 0 wall (and
+        beyond the border), 1 resource present, 2 another agent, 3 self (the centre cell).
+        With `num_agents=K > 1` every array gains a leading agent axis: `(K, view, view, 4)`.
+    Actions: `Discrete(6)` per agent: 0 stay, 1 up (row-1), 2 right (col+1), 3 down (row+1),
+        4 left (col-1), 5 collect the resource on the agent's own cell. With K agents, `(K,)`.
+    Rewards: per agent, `reward_collect` per unit collected plus `reward_step` every step;
+        `()` for one agent, `(K,)` for K.
+    Conflicts: moves resolve in agent-index order, each agent seeing the cells lower-indexed
+        agents moved to this step. A move into a wall, off the map or onto a cell an agent
+        holds at that moment fails (the agent stays), so two agents heading for one cell: the
+        lower index gets it; an agent following another moves if the leader has a lower
+        index; swaps fail for the higher index. Agents never share a cell, so no two agents
+        can collect one resource.
+    Regrowth: a collected source is empty for `regrow_delay` steps, then holds a unit again.
+    Termination: never. Truncation: `max_steps_in_episode` steps.
+    Info: `score`, units the world's agents collected this episode (summed over agents).
+    """
+
+    def __init__(self, size: int = 8, num_agents: int = 1, view: int = 5):
+        super().__init__()
+        if not isinstance(size, int) or isinstance(size, bool) or not 3 <= size <= 24:
+            raise ValueError(f"grid size must be an integer from 3 to 24, got {size!r}")
+        if not isinstance(view, int) or isinstance(view, bool) or view < 3 or view % 2 == 0 or view > 9:
+            raise ValueError(f"grid view must be an odd integer from 3 to 9, got {view!r}")
+        if not isinstance(num_agents, int) or isinstance(num_agents, bool) or not 1 <= num_agents <= size * size // 2:
+            raise ValueError(f"grid num_agents must be an integer from 1 to size^2/2, got {num_agents!r}")
+        self.size, self.num_agents, self.view = size, num_agents, view
+        self.half = view // 2
+        full = (1 << size) - 1
+        self._full_row = jnp.uint32(full)
+        # Padded rows put map column c at bit c + half; the border bits read as walls.
+        border = ((1 << (size + 2 * self.half)) - 1) & ~(full << self.half)
+        self._border = jnp.uint32(border)
+        self._rows = jnp.arange(size, dtype=jnp.int32)
+        self._bits = jnp.arange(size, dtype=jnp.uint32)
+        self._view_bits = jnp.arange(view, dtype=jnp.uint32)
+
+    @property
+    def default_params(self) -> EnvParams:
+        return EnvParams()
+
+    @property
+    def name(self) -> str:
+        return "grid"
+
+    @property
+    def num_actions(self) -> int:
+        return 6
+
+    def action_space(self, params: EnvParams | None = None) -> spaces.Discrete:
+        return spaces.Discrete(6)
+
+    def observation_space(self, params: EnvParams | None = None) -> spaces.Box:
+        shape = (self.view, self.view, len(CHANNELS))
+        return spaces.Box(0, 1, shape if self.num_agents == 1 else (self.num_agents, *shape), jnp.uint8)
+
+    # -- helpers ----------------------------------------------------------------------
+
+    def _word(self, rows: jax.Array, r: jax.Array) -> jax.Array:
+        """rows[r] for a (size,) word array (0 when r is off the map), as a masked sum."""
+        return jnp.sum(jnp.where(self._rows == r, rows, jnp.uint32(0)), dtype=jnp.uint32)
+
+    def _cell(self, rows: jax.Array, r: jax.Array, c: jax.Array) -> jax.Array:
+        """Whether bit (r, c) is set; False off the map."""
+        inside = (r >= 0) & (r < self.size) & (c >= 0) & (c < self.size)
+        bit = (self._word(rows, r) >> jnp.clip(c, 0, self.size - 1).astype(jnp.uint32)) & jnp.uint32(1)
+        return inside & (bit == 1)
+
+    def _pack(self, cells: jax.Array) -> jax.Array:
+        """(size, size) bool -> (size,) uint32 row words."""
+        return jnp.sum(jnp.where(cells, jnp.uint32(1) << self._bits, jnp.uint32(0)), axis=1, dtype=jnp.uint32)
+
+    def _unpack(self, words: jax.Array) -> jax.Array:
+        """(size,) uint32 row words -> (size, size) bool."""
+        return ((words[:, None] >> self._bits) & jnp.uint32(1)) == 1
+
+    def _agent_rows(self, row: jax.Array, col: jax.Array) -> jax.Array:
+        bits = jnp.uint32(1) << col.astype(jnp.uint32)  # (agents,)
+        return jnp.sum(jnp.where(row[:, None] == self._rows, bits[:, None], jnp.uint32(0)), axis=0, dtype=jnp.uint32)
+
+    def resources(self, state: EnvState) -> jax.Array:
+        """(size,) uint32 rows of the cells holding a resource now."""
+        return state.sources & self._pack(state.timer == 0)
+
+    # -- dynamics ---------------------------------------------------------------------
+
+    def step_env(self, key: jax.Array, state: EnvState, action: jax.Array, params: EnvParams):
+        action = jnp.broadcast_to(jnp.asarray(action, jnp.int32), (self.num_agents,))
+        row, col = state.row, state.col
+        for k in range(self.num_agents):  # index order: agent k sees the moves of agents < k
+            r = row[k] + _pick(DROW, action[k])
+            c = col[k] + _pick(DCOL, action[k])
+            off = (r < 0) | (r >= self.size) | (c < 0) | (c >= self.size)
+            blocked = off | self._cell(state.walls, r, c) | jnp.any((row == r) & (col == c))
+            row = row.at[k].set(jnp.where(blocked, row[k], r))
+            col = col.at[k].set(jnp.where(blocked, col[k], c))
+        present = self._unpack(self.resources(state))  # (size, size)
+        here = (row[:, None, None] == self._rows[None, :, None]) & (col[:, None, None] == self._rows[None, None, :])
+        collects = (action == COLLECT)[:, None, None] & here & present[None]  # (agents, size, size)
+        gained = jnp.any(collects, axis=(1, 2)).astype(jnp.int32)  # (agents,)
+        taken = jnp.any(collects, axis=0)
+        timer = jnp.where(taken, params.regrow_delay, jnp.maximum(state.timer - 1, 0))
+        reward = gained.astype(jnp.float32) * params.reward_collect + params.reward_step
+        new_state = state.replace(
+            row=row, col=col, inventory=state.inventory + gained, timer=timer, time=state.time + 1
+        )
+        info = {"score": jnp.sum(new_state.inventory)}
+        reward = reward[0] if self.num_agents == 1 else reward
+        return self.get_obs(new_state), new_state, reward, jnp.bool_(False), info
+
+    def reset_env(self, key: jax.Array, params: EnvParams):
+        n = self.size * self.size
+        u = self.uniform(key, self.RESET_SALT, 2 * n + self.num_agents).astype(jnp.float32)
+        walls = (u[:n] < params.wall_density).reshape(self.size, self.size)
+        sources = (u[n : 2 * n] < params.resource_density).reshape(self.size, self.size) & ~walls
+        # Distinct start cells: a uniform cell each, moved on (linear probing) past earlier agents' cells.
+        starts = jnp.minimum((u[2 * n :] * n).astype(jnp.int32), n - 1)
+        cells = []
+        for k in range(self.num_agents):
+            cell = starts[k]
+            for _ in range(k):
+                taken = jnp.any(jnp.stack([cell == other for other in cells])) if cells else jnp.bool_(False)
+                cell = jnp.where(taken, (cell + 1) % n, cell)
+            cells.append(cell)
+        cell = jnp.stack(cells)
+        row, col = cell // self.size, cell % self.size
+        start = jnp.any(
+            (row[:, None, None] == self._rows[None, :, None]) & (col[:, None, None] == self._rows[None, None, :]),
+            axis=0,
+        )
+        state = EnvState(
+            walls=self._pack(walls & ~start),
+            sources=self._pack(sources & ~start),
+            timer=jnp.zeros((self.size, self.size), jnp.int32),
+            row=row,
+            col=col,
+            inventory=jnp.zeros(self.num_agents, jnp.int32),
+            time=jnp.int32(0),
+        )
+        return self.get_obs(state), state
+
+    def is_terminal(self, state: EnvState, params: EnvParams) -> jax.Array:
+        return jnp.bool_(False)
+
+    def is_truncated(self, state: EnvState, params: EnvParams) -> jax.Array:
+        return state.time >= params.max_steps_in_episode
+
+    # -- observation ----------------------------------------------------------------------
+
+    def _view_words(self, rows: jax.Array, r: jax.Array, c: jax.Array, outside: int) -> jax.Array:
+        """(view,) uint32: bit j of word i is cell (r + i - half, c + j - half); `outside` bits beyond the map."""
+        offsets = jnp.arange(self.view, dtype=jnp.int32) - self.half
+        words = jax.vmap(lambda dr: self._word(rows, r + dr))(offsets)
+        padded = words << jnp.uint32(self.half)
+        if outside:
+            off_map = (r + offsets < 0) | (r + offsets >= self.size)
+            padded = jnp.where(off_map, jnp.uint32(0xFFFFFFFF), padded | self._border)
+        return (padded >> c.astype(jnp.uint32)) & jnp.uint32((1 << self.view) - 1)
+
+    def get_obs(self, state: EnvState, params: EnvParams | None = None, key: jax.Array | None = None) -> jax.Array:
+        agents = self._agent_rows(state.row, state.col)
+        present = self.resources(state)
+        centre = jnp.zeros((self.view, self.view), bool).at[self.half, self.half].set(True)
+
+        def one(r: jax.Array, c: jax.Array) -> jax.Array:
+            words = jnp.stack(
+                [
+                    self._view_words(state.walls, r, c, outside=1),
+                    self._view_words(present, r, c, outside=0),
+                    self._view_words(agents, r, c, outside=0),
+                ]
+            )  # (3, view)
+            planes = ((words[:, :, None] >> self._view_bits) & jnp.uint32(1)) == 1  # (3, view, view)
+            others = planes[2] & ~centre
+            return jnp.stack([planes[0], planes[1], others, centre], axis=-1).astype(jnp.uint8)
+
+        obs = jax.vmap(one)(state.row, state.col)  # (agents, view, view, 4)
+        return obs[0] if self.num_agents == 1 else obs
+
+    # -- tests and pictures ------------------------------------------------------------
+
+    def make_state(self, rows: list[str], timer: dict[tuple[int, int], int] | None = None, time: int = 0) -> EnvState:
+        """A state from a picture: `#` wall, `R` resource source, `0`-`9` agents (index), `.` empty.
+
+        An agent may stand on a source: `timer` sets the steps until the resource at a cell is
+        back (default 0: present).
+        """
+        if len(rows) != self.size or any(len(line) != self.size for line in rows):
+            raise ValueError(f"the picture must be {self.size} rows of {self.size} characters")
+        walls, sources = np.zeros((self.size, self.size), bool), np.zeros((self.size, self.size), bool)
+        agents: dict[int, tuple[int, int]] = {}
+        for r, line in enumerate(rows):
+            for c, ch in enumerate(line):
+                walls[r, c] = ch == "#"
+                sources[r, c] = ch == "R"
+                if ch.isdigit():
+                    agents[int(ch)] = (r, c)
+        if sorted(agents) != list(range(self.num_agents)):
+            raise ValueError(f"the picture must place agents 0..{self.num_agents - 1}")
+        ticks = np.zeros((self.size, self.size), np.int32)
+        for (r, c), t in (timer or {}).items():
+            sources[r, c], ticks[r, c] = True, t
+        pack = lambda m: jnp.array(
+            [sum(1 << c for c in range(self.size) if m[r, c]) for r in range(self.size)], jnp.uint32
+        )
+        return EnvState(
+            walls=pack(walls),
+            sources=pack(sources),
+            timer=jnp.array(ticks),
+            row=jnp.array([agents[k][0] for k in range(self.num_agents)], jnp.int32),
+            col=jnp.array([agents[k][1] for k in range(self.num_agents)], jnp.int32),
+            inventory=jnp.zeros(self.num_agents, jnp.int32),
+            time=jnp.int32(time),
+        )
+
+    def render_rgb(self, state: EnvState) -> jax.Array:
+        """(size, size, 3) uint8 picture: grey walls, gold resources, blue agents (agent 0 brighter)."""
+        walls = self._unpack(state.walls)[..., None]
+        present = self._unpack(self.resources(state))[..., None]
+        agents = self._unpack(self._agent_rows(state.row, state.col))[..., None]
+        first = ((self._rows[:, None] == state.row[0]) & (self._rows[None, :] == state.col[0]))[..., None]
+        img = jnp.zeros((self.size, self.size, 3), jnp.uint8)
+        img = jnp.where(walls, jnp.array([110, 110, 110], jnp.uint8), img)
+        img = jnp.where(present, jnp.array([230, 190, 40], jnp.uint8), img)
+        img = jnp.where(agents, jnp.array([60, 110, 230], jnp.uint8), img)
+        return jnp.where(first, jnp.array([120, 200, 255], jnp.uint8), img)
+
+
+__all__ = ["CHANNELS", "EnvParams", "EnvState", "GridWorld"]

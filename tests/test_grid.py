@@ -1,0 +1,140 @@
+"""Grid world rules on hand-built maps: walls, the border, collecting, regrowth, conflicts, the view, shapes."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import envs
+from envs.grid import GridWorld
+
+STAY, UP, RIGHT, DOWN, LEFT, COLLECT = range(6)
+WALL, RESOURCE, AGENT, SELF = range(4)
+
+
+def step(env, state, actions, params=None):
+    params = params or env.default_params
+    obs, state, reward, _, info = jax.jit(env.step_env)(
+        jax.random.key(0), state, jnp.asarray(actions, jnp.int32), params
+    )
+    return obs, state, reward, info
+
+
+def where(state) -> list[tuple[int, int]]:
+    return list(zip(np.asarray(state.row).tolist(), np.asarray(state.col).tolist(), strict=True))
+
+
+def test_walls_and_the_border_block_moves():
+    env = GridWorld(size=4)
+    state = env.make_state(["0#..", "....", "....", "...."])
+    for action in (RIGHT, UP, LEFT):  # a wall, then off the map twice
+        _, state, _, _ = step(env, state, action)
+        assert where(state) == [(0, 0)]
+    _, state, _, _ = step(env, state, DOWN)
+    assert where(state) == [(1, 0)]
+
+
+def test_collect_takes_the_unit_underfoot_and_it_regrows_after_the_delay():
+    env = GridWorld(size=4)
+    params = env.default_params.replace(regrow_delay=3)
+    state = env.make_state(["0...", "....", "....", "...."], timer={(0, 0): 0})  # standing on a source
+    obs, state, reward, info = step(env, state, COLLECT, params)
+    assert float(reward) == params.reward_collect and int(state.inventory[0]) == 1 and int(info["score"]) == 1
+    assert int(state.timer[0, 0]) == 3 and obs[2, 2, RESOURCE] == 0  # gone from under the agent
+    _, state, reward, _ = step(env, state, COLLECT, params)
+    assert float(reward) == 0.0  # nothing to collect while it regrows
+    for expected in (1, 0):
+        _, state, _, _ = step(env, state, STAY, params)
+        assert int(state.timer[0, 0]) == expected
+    obs, state, reward, _ = step(env, state, COLLECT, params)  # back after 3 steps
+    assert float(reward) == 1.0 and int(state.inventory[0]) == 2
+
+
+def test_collect_on_an_empty_cell_earns_nothing_and_step_reward_applies():
+    env = GridWorld(size=4)
+    params = env.default_params.replace(reward_step=-0.01)
+    state = env.make_state(["0R..", "....", "....", "...."])
+    _, state, reward, _ = step(env, state, COLLECT, params)
+    assert float(reward) == pytest.approx(-0.01) and int(state.inventory[0]) == 0
+
+
+def test_two_agents_into_one_cell_the_lower_index_gets_it():
+    env = GridWorld(size=4, num_agents=2)
+    state = env.make_state(["0.1.", "....", "....", "...."])
+    _, state, _, _ = step(env, state, [RIGHT, LEFT])
+    assert where(state) == [(0, 1), (0, 2)]
+
+
+def test_following_works_behind_a_lower_index_and_swaps_fail():
+    env = GridWorld(size=4, num_agents=2)
+    behind_lower = env.make_state(["10..", "....", "....", "...."])
+    _, state, _, _ = step(env, behind_lower, [RIGHT, RIGHT])
+    assert where(state) == [(0, 2), (0, 1)]  # agent 0 moved first, agent 1 took its cell
+    behind_higher = env.make_state(["01..", "....", "....", "...."])
+    _, state, _, _ = step(env, behind_higher, [RIGHT, RIGHT])
+    assert where(state) == [(0, 0), (0, 2)]  # agent 1 had not moved yet when agent 0 tried
+    swap = env.make_state(["01..", "....", "....", "...."])
+    _, state, _, _ = step(env, swap, [RIGHT, LEFT])
+    assert where(state) == [(0, 0), (0, 1)]
+
+
+def test_the_view_is_egocentric_with_walls_beyond_the_border():
+    env = GridWorld(size=4, num_agents=2, view=5)
+    state = env.make_state(["0#R.", "..1.", "....", "#..."])
+    obs = np.asarray(jax.jit(env.get_obs)(state))  # (2, 5, 5, 4)
+    me = obs[0]  # agent 0 at (0, 0): view rows -2..2, cols -2..2
+    assert me[:2, :, WALL].all() and me[:, :2, WALL].all()  # beyond the border
+    assert me[2, 3, WALL] == 1 and me[2, 4, RESOURCE] == 1 and me[3, 4, AGENT] == 1  # (0,1) wall, (0,2), (1,2)
+    assert me[2, 2, SELF] == 1 and me[..., SELF].sum() == 1 and me[2, 2, AGENT] == 0
+    assert me[4, 2, WALL] == 0 and me[2:, 2:, WALL].sum() == 1  # (3,0) is outside this view
+    other = obs[1]  # agent 1 at (1, 2)
+    assert other[1, 0, AGENT] == 1 and other[1, 0, WALL] == 0 and other[1, 1, WALL] == 1  # agent 0, wall (0, 1)
+    assert other[1, 2, RESOURCE] == 1 and other[4, 0, WALL] == 1  # resource (0, 2), wall (3, 0)
+    assert other[:, 4, WALL].all()  # column 4 is beyond the border
+
+
+def test_shapes_single_agent_plain_and_multi_agent_with_a_leading_axis():
+    one, params = envs.make("grid", size=6)
+    obs, state = one.reset(jax.random.key(0), params)
+    assert obs.shape == (5, 5, 4) and obs.dtype == jnp.uint8
+    _, _, reward, _, _, _ = one.step(jax.random.key(1), state, 0, params)
+    assert reward.shape == ()
+    many, params = envs.make("grid", size=6, num_agents=3, view=7)
+    obs, state = many.reset(jax.random.key(0), params)
+    assert obs.shape == (3, 7, 7, 4) == many.observation_space(params).shape
+    _, _, reward, terminated, _, _ = many.step(jax.random.key(1), state, jnp.array([0, 1, 5]), params)
+    assert reward.shape == (3,) and terminated.shape == ()
+
+
+def test_reset_draws_walls_and_resources_and_distinct_free_start_cells():
+    env, params = envs.make("grid", size=10, num_agents=8)
+    keys = jax.random.split(jax.random.key(3), 256)
+    _, states = jax.jit(jax.vmap(env.reset, in_axes=(0, None)))(keys, params)
+    walls = np.asarray(jax.vmap(env._unpack)(states.walls))
+    sources = np.asarray(jax.vmap(env._unpack)(states.sources))
+    rows, cols = np.asarray(states.row), np.asarray(states.col)
+    cells = rows * 10 + cols
+    assert all(len(set(c)) == 8 for c in cells)  # distinct
+    for w, s, r, c in zip(walls, sources, rows, cols, strict=True):
+        assert not w[r, c].any() and not (w & s).any()  # agents start on free cells; sources are not walls
+    assert walls.mean() == pytest.approx(params.wall_density, abs=0.02)
+    assert sources.mean() == pytest.approx(params.resource_density * (1 - params.wall_density), abs=0.02)
+    assert len({tuple(c) for c in cells}) > 250  # different maps and starts per key
+
+
+def test_truncates_at_the_step_limit_and_never_terminates():
+    env, params = envs.make("grid", size=5)
+    params = params.replace(max_steps_in_episode=7)
+    _, state = env.reset(jax.random.key(0), params)
+    step_fn = jax.jit(env.step)
+    for t in range(7):
+        _, state, _, terminated, truncated, _ = step_fn(jax.random.key(t), state, RIGHT, params)
+        assert not bool(terminated) and bool(truncated) == (t == 6)
+
+
+@pytest.mark.parametrize(
+    "kwargs", [{"size": 2}, {"view": 4}, {"view": 11}, {"num_agents": 0}, {"size": 4, "num_agents": 9}]
+)
+def test_bad_constructor_arguments_are_refused(kwargs):
+    with pytest.raises(ValueError, match="grid"):
+        GridWorld(**kwargs)
