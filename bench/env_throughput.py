@@ -1,4 +1,8 @@
-"""Env-only steps/s of our Snake beside Jumanji's Snake, same board, same batch, same run.
+"""Env-only steps/s of our envs beside peer JAX envs, same board, same batch, same run.
+
+Snake (default): ours beside Jumanji's Snake. `--env grid`: our grid world (single agent, and
+agent-steps/s with `--agents`) beside navix `Navix-Empty-8x8-v0` and xminigrid
+`MiniGrid-Empty-8x8` (empty rooms: ours also simulates walls, resources and regrowth).
 
 Random actions, auto-reset, and the observation consumed (summed into the scan's output): a
 learner reads it, and XLA drops any computation whose result is unused. Both envs' observations
@@ -9,6 +13,7 @@ ours through gymnax's `step` with one key per env per step, drawn with the actio
 state), with actions drawn the same way.
 
     python -m bench.env_throughput [--sizes 1 64 1024 4096 16384] [--steps 200] [--board 10]
+    python -m bench.env_throughput --env grid [--board 8] [--agents 1 8]
 """
 
 from __future__ import annotations
@@ -77,6 +82,69 @@ def jumanji_snake(board: int, n: int, steps: int):
     return jax.jit(run)
 
 
+def ours_grid(board: int, n: int, steps: int, num_agents: int = 1):
+    env, params = envs.make("grid", size=board, num_agents=num_agents)
+
+    def run(key):
+        _obs, state = jax.vmap(env.reset, in_axes=(0, None))(jax.random.split(key, n), params)
+
+        def body(carry, key):
+            state, acc = carry
+            bits = jax.random.bits(key, (n, 2 + num_agents), jnp.uint32)
+            actions = (bits[:, 2:] % env.num_actions).astype(jnp.int32)
+            actions = actions[:, 0] if num_agents == 1 else actions
+            keys = jax.random.wrap_key_data(bits[:, :2])
+            obs, state, reward, _, _, _ = jax.vmap(env.step, in_axes=(0, 0, 0, None))(keys, state, actions, params)
+            return (state, acc + consume(obs) + reward.sum()), None
+
+        (_, acc), _ = jax.lax.scan(body, (state, jnp.float32(0)), jax.random.split(key, steps))
+        return acc
+
+    return jax.jit(run)
+
+
+def navix_empty(board: int, n: int, steps: int):
+    import navix
+
+    env = navix.make(f"Navix-Empty-{board}x{board}-v0")  # auto-resets inside step
+
+    def run(key):
+        timestep = jax.vmap(env.reset)(jax.random.split(key, n))
+
+        def body(carry, key):
+            timestep, acc = carry
+            actions, _ = actions_and_keys(key, n, 3)
+            timestep = jax.vmap(env.step)(timestep, actions)
+            return (timestep, acc + consume(timestep.observation) + timestep.reward.sum()), None
+
+        (_, acc), _ = jax.lax.scan(body, (timestep, jnp.float32(0)), jax.random.split(key, steps))
+        return acc
+
+    return jax.jit(run)
+
+
+def xminigrid_empty(board: int, n: int, steps: int):
+    import xminigrid
+    from xminigrid.wrappers import GymAutoResetWrapper
+
+    env, params = xminigrid.make(f"MiniGrid-Empty-{board}x{board}")
+    env = GymAutoResetWrapper(env)
+
+    def run(key):
+        timestep = jax.vmap(env.reset, in_axes=(None, 0))(params, jax.random.split(key, n))
+
+        def body(carry, key):
+            timestep, acc = carry
+            actions, _ = actions_and_keys(key, n, 3)
+            timestep = jax.vmap(env.step, in_axes=(None, 0, 0))(params, timestep, actions)
+            return (timestep, acc + consume(timestep.observation) + timestep.reward.sum()), None
+
+        (_, acc), _ = jax.lax.scan(body, (timestep, jnp.float32(0)), jax.random.split(key, steps))
+        return acc
+
+    return jax.jit(run)
+
+
 def measure(fn, n: int, steps: int, repeats: int = 3) -> float:
     """Best-of-`repeats` env steps per second, compile excluded."""
     jax.block_until_ready(fn(jax.random.key(0)))
@@ -88,14 +156,7 @@ def measure(fn, n: int, steps: int, repeats: int = 3) -> float:
     return n * steps / best
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--sizes", type=int, nargs="+", default=[1, 64, 1024, 4096, 16384])
-    parser.add_argument("--steps", type=int, default=200, help="scan length per timed call")
-    parser.add_argument("--board", type=int, default=10)
-    parser.add_argument("--out", default="bench/results/env_throughput.json")
-    args = parser.parse_args()
-
+def snake_table(args) -> list[dict]:
     try:
         import jumanji  # noqa: F401
 
@@ -103,7 +164,6 @@ def main() -> None:
     except ImportError:
         print("jumanji not installed (pip install '.[bench]'): measuring ours only")
         peers = {}
-
     rows = []
     print(f"Snake {args.board}x{args.board}, env steps/s (observation consumed)")
     print(f"{'n_envs':>8} {'jaxrl':>14} " + " ".join(f"{p:>14}" for p in peers) + "   ratio")
@@ -116,17 +176,61 @@ def main() -> None:
         row["ratio_vs_jumanji"] = ratio
         rows.append(row)
         print(f"{n:>8} {row['jaxrl']:>14,.0f} " + " ".join(f"{row[p]:>14,.0f}" for p in peers) + f"   {ratio:.2f}x")
+    return rows
 
+
+def grid_table(args) -> list[dict]:
+    peers = {}
+    for name, module, make in (("navix", "navix", navix_empty), ("xminigrid", "xminigrid", xminigrid_empty)):
+        try:
+            __import__(module)
+            peers[name] = make
+        except ImportError:
+            print(f"{module} not installed (pip install '.[bench]'): skipped")
+    rows = []
+    print(f"Grid {args.board}x{args.board}, world steps/s and agent-steps/s (observation consumed)")
+    for n in args.sizes:
+        steps = args.steps if n >= 64 else args.steps * 10
+        row: dict = {"n_envs": n}
+        for k in args.agents:
+            sps = measure(ours_grid(args.board, n, steps, k), n, steps)
+            row[f"jaxrl_{k}_agents"] = sps
+            row[f"jaxrl_{k}_agents_agent_sps"] = sps * k
+        for name, make in peers.items():
+            row[name] = measure(make(args.board, n, steps), n, steps)
+        rows.append(row)
+        ours_line = " ".join(
+            f"jaxrl {k} agent(s) {row[f'jaxrl_{k}_agents']:,.0f} ({row[f'jaxrl_{k}_agents_agent_sps']:,.0f} agent-steps/s)"
+            for k in args.agents
+        )
+        print(f"{n:>8} envs: {ours_line} | " + " | ".join(f"{p} {row[p]:,.0f}" for p in peers), flush=True)
+    return rows
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--env", default="snake", choices=["snake", "grid"])
+    parser.add_argument("--sizes", type=int, nargs="+", default=None, help="n_envs values")
+    parser.add_argument("--steps", type=int, default=200, help="scan length per timed call")
+    parser.add_argument("--board", type=int, default=None, help="board side (snake 10, grid 8)")
+    parser.add_argument("--agents", type=int, nargs="+", default=[1, 8], help="agents per grid world")
+    parser.add_argument("--out", default=None, help="default bench/results/env_throughput[_grid].json")
+    args = parser.parse_args()
+    args.board = args.board or (10 if args.env == "snake" else 8)
+    args.sizes = args.sizes or ([1, 64, 1024, 4096, 16384] if args.env == "snake" else [1024, 4096])
+    rows = snake_table(args) if args.env == "snake" else grid_table(args)
     result = {
         "benchmark": "env_throughput",
+        "env": args.env,
         "board": args.board,
         "when": datetime.now(UTC).isoformat(timespec="seconds"),
         "machine": describe(),
         "rows": rows,
     }
-    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.out).write_text(json.dumps(result, indent=2) + "\n")
-    print(f"saved {args.out}")
+    out = Path(args.out or f"bench/results/env_throughput{'' if args.env == 'snake' else '_grid'}.json")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(result, indent=2) + "\n")
+    print(f"saved {out}")
 
 
 if __name__ == "__main__":

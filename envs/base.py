@@ -45,6 +45,11 @@ class Env(environment.Environment):
         draws = hash32(mixed ^ (jnp.arange(count, dtype=jnp.uint32) * jnp.uint32(0x9E3779B9)))
         return (draws >> 8).astype(jnp.float32) * jnp.float32(2.0**-24)
 
+    def autoreset_state(self, key: jax.Array, stepped: Any, params: Any) -> Any:
+        """The state an episode that just ended continues from: `reset_env`'s, unless a subclass
+        prepares it during the episode (it is computed beside every step)."""
+        return self.reset_env(key, params)[1]
+
     @partial(jax.jit, static_argnames=("self",))
     def step(
         self, key: jax.Array, state: Any, action: jax.Array, params: Any = None
@@ -54,7 +59,7 @@ class Env(environment.Environment):
         obs_stepped, stepped, reward, terminated, info = self.step_env(key, state, action, params)
         truncated = self.is_truncated(stepped, params)
         done = terminated | truncated
-        _, fresh = self.reset_env(key, params)
+        fresh = self.autoreset_state(key, stepped, params)
         state = jax.tree.map(lambda new, old: jnp.where(done, new, old), fresh, stepped)
         info = {**info, "terminated": terminated, "truncated": truncated, "final_observation": obs_stepped}
         return self.get_obs(state, params), state, reward, terminated, truncated, info

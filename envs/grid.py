@@ -13,7 +13,7 @@ import numpy as np
 from flax import struct
 from gymnax.environments import environment, spaces
 
-from envs.base import Env
+from envs.base import Env, hash32
 
 # Row and column offsets of the actions: 0 stay, 1 up, 2 right, 3 down, 4 left, 5 collect (no move).
 DROW = (0, -1, 0, 1, 0, 0)
@@ -31,6 +31,8 @@ class EnvState(environment.EnvState):
     col: jax.Array  # (agents,) int32
     inventory: jax.Array  # (agents,) int32, units collected this episode
     time: jax.Array  # () int32, steps since the reset
+    next_walls: jax.Array  # (size,) uint32, the next episode's walls, redrawn a row per step
+    next_sources: jax.Array  # (size,) uint32, the next episode's resource sources
 
 
 @struct.dataclass
@@ -166,36 +168,71 @@ class GridWorld(Env):
         reward = reward[0] if self.num_agents == 1 else reward
         return self.get_obs(new_state), new_state, reward, jnp.bool_(False), info
 
-    def reset_env(self, key: jax.Array, params: EnvParams):
+    def _draw_rows(self, mixed: jax.Array, salt: int, density: jax.Array, rows: jax.Array) -> jax.Array:
+        """(len(rows),) uint32 words for those map rows, each cell set with probability `density`
+        (rounded to 1/32), independently of every other cell, row, salt and key.
+
+        Bit-sliced: five random words per row are the five bits of a number 0..31 for every
+        cell of the row at once, compared with round(32 * density) by a word-wide less-than.
+        """
+        threshold = jnp.clip(jnp.round(density * 32), 0, 32).astype(jnp.uint32)
+        index = (rows.astype(jnp.uint32) * jnp.uint32(64) + jnp.uint32(8 * salt))[:, None]  # (m, 1), 5 planes each
+        planes = hash32(mixed ^ hash32((index + jnp.arange(5, dtype=jnp.uint32)) * jnp.uint32(0x9E3779B9)))
+        less = jnp.zeros(rows.shape, jnp.uint32)
+        equal = jnp.full(rows.shape, 0xFFFFFFFF, jnp.uint32)
+        for bit in range(4, -1, -1):
+            t = jnp.where((threshold >> bit) & 1 == 1, jnp.uint32(0xFFFFFFFF), jnp.uint32(0))
+            p = planes[:, bit]
+            less = less | (equal & ~p & t)
+            equal = equal & ~(p ^ t)
+        return jnp.where(threshold >= 32, self._full_row, less & self._full_row)
+
+    def _mix(self, key: jax.Array, salt: int) -> jax.Array:
+        words = jax.random.key_data(key) if jnp.issubdtype(key.dtype, jax.dtypes.prng_key) else key
+        words = words.reshape(-1).astype(jnp.uint32)
+        return hash32(words[0] ^ hash32(words[-1] ^ jnp.uint32(salt)))
+
+    def _maps(self, mixed: jax.Array, params: EnvParams, salt: int) -> tuple[jax.Array, jax.Array]:
+        """A whole map: (walls, sources) rows."""
+        walls = self._draw_rows(mixed, salt, params.wall_density, self._rows)
+        return walls, self._draw_rows(mixed, salt + 1, params.resource_density, self._rows) & ~walls
+
+    def _start(self, key: jax.Array, walls, sources, next_walls, next_sources) -> EnvState:
+        """A new episode on the given map: agents on distinct uniform cells, cleared of walls and sources."""
         n = self.size * self.size
-        u = self.uniform(key, self.RESET_SALT, 2 * n + self.num_agents).astype(jnp.float32)
-        walls = (u[:n] < params.wall_density).reshape(self.size, self.size)
-        sources = (u[n : 2 * n] < params.resource_density).reshape(self.size, self.size) & ~walls
-        # Distinct start cells: a uniform cell each, moved on (linear probing) past earlier agents' cells.
-        starts = jnp.minimum((u[2 * n :] * n).astype(jnp.int32), n - 1)
+        u = self.uniform(key, self.RESET_SALT, self.num_agents)
+        starts = jnp.minimum((u * n).astype(jnp.int32), n - 1)
         cells = []
-        for k in range(self.num_agents):
+        for k in range(self.num_agents):  # linear probing past earlier agents' cells: distinct
             cell = starts[k]
             for _ in range(k):
-                taken = jnp.any(jnp.stack([cell == other for other in cells])) if cells else jnp.bool_(False)
+                taken = jnp.any(jnp.stack([cell == other for other in cells]))
                 cell = jnp.where(taken, (cell + 1) % n, cell)
             cells.append(cell)
         cell = jnp.stack(cells)
         row, col = cell // self.size, cell % self.size
-        start = jnp.any(
-            (row[:, None, None] == self._rows[None, :, None]) & (col[:, None, None] == self._rows[None, None, :]),
-            axis=0,
-        )
-        state = EnvState(
-            walls=self._pack(walls & ~start),
-            sources=self._pack(sources & ~start),
+        start = self._agent_rows(row, col)
+        return EnvState(
+            walls=walls & ~start,
+            sources=sources & ~start,
             timer=jnp.zeros((self.size, self.size), jnp.int32),
             row=row,
             col=col,
             inventory=jnp.zeros(self.num_agents, jnp.int32),
             time=jnp.int32(0),
+            next_walls=next_walls,
+            next_sources=next_sources,
         )
+
+    def reset_env(self, key: jax.Array, params: EnvParams):
+        mixed = self._mix(key, self.RESET_SALT)
+        state = self._start(key, *self._maps(mixed, params, 0), *self._maps(mixed, params, 2))
         return self.get_obs(state), state
+
+    def autoreset_state(self, key: jax.Array, stepped: EnvState, params: EnvParams) -> EnvState:
+        """The next episode plays the map drawn during this one (see `step_env`); its own next map starts
+        as a copy and is redrawn a row per step."""
+        return self._start(key, stepped.next_walls, stepped.next_sources, stepped.next_walls, stepped.next_sources)
 
     def is_terminal(self, state: EnvState, params: EnvParams) -> jax.Array:
         return jnp.bool_(False)
@@ -269,6 +306,8 @@ class GridWorld(Env):
             col=jnp.array([agents[k][1] for k in range(self.num_agents)], jnp.int32),
             inventory=jnp.zeros(self.num_agents, jnp.int32),
             time=jnp.int32(time),
+            next_walls=pack(walls),
+            next_sources=pack(sources),
         )
 
     def render_rgb(self, state: EnvState) -> jax.Array:

@@ -117,9 +117,33 @@ def test_reset_draws_walls_and_resources_and_distinct_free_start_cells():
     assert all(len(set(c)) == 8 for c in cells)  # distinct
     for w, s, r, c in zip(walls, sources, rows, cols, strict=True):
         assert not w[r, c].any() and not (w & s).any()  # agents start on free cells; sources are not walls
-    assert walls.mean() == pytest.approx(params.wall_density, abs=0.02)
-    assert sources.mean() == pytest.approx(params.resource_density * (1 - params.wall_density), abs=0.02)
+    p_wall, p_source = round(32 * params.wall_density) / 32, round(32 * params.resource_density) / 32
+    assert walls.mean() == pytest.approx(p_wall, abs=0.01)  # densities are rounded to 1/32
+    assert sources.mean() == pytest.approx(p_source * (1 - p_wall), abs=0.01)
+    # Cells are independent: neighbours along rows and columns are both walls at the rate p^2.
+    assert (walls[:, :, 1:] & walls[:, :, :-1]).mean() == pytest.approx(p_wall**2, abs=0.01)
+    assert (walls[:, 1:, :] & walls[:, :-1, :]).mean() == pytest.approx(p_wall**2, abs=0.01)
     assert len({tuple(c) for c in cells}) > 250  # different maps and starts per key
+
+
+def test_the_next_episode_plays_the_map_drawn_a_row_per_step_during_this_one():
+    env, params = envs.make("grid", size=6)
+    params = params.replace(max_steps_in_episode=10)
+    _, state = env.reset(jax.random.key(0), params)
+    first_next = np.asarray(state.next_walls)
+    step_fn = jax.jit(env.step)
+    for t in range(9):
+        _, state, _, _, _, _ = step_fn(jax.random.key(100 + t), state, STAY, params)
+        changed = np.asarray(state.next_walls) != first_next
+        assert not changed[min(t + 1, 6) :].any()  # rows 0..t redrawn so far, the rest untouched
+    _, stepped, _, _, _ = env.step_env(jax.random.key(7), state, STAY, params)  # the last step, before the reset
+    drawn_walls, drawn_sources = np.asarray(stepped.next_walls), np.asarray(stepped.next_sources)
+    _, state, _, _, truncated, _ = step_fn(jax.random.key(7), state, STAY, params)
+    assert bool(truncated) and int(state.time) == 0
+    start = np.zeros(6, np.uint32)
+    start[int(state.row[0])] = 1 << int(state.col[0])
+    np.testing.assert_array_equal(np.asarray(state.walls), drawn_walls & ~start)
+    np.testing.assert_array_equal(np.asarray(state.sources), drawn_sources & ~start)
 
 
 def test_truncates_at_the_step_limit_and_never_terminates():
