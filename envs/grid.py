@@ -25,8 +25,9 @@ CHANNELS = ("wall", "resource", "agent", "self")
 @struct.dataclass
 class EnvState(environment.EnvState):
     walls: jax.Array  # (size,) uint32, bit c of word r set where cell (r, c) is a wall
-    sources: jax.Array  # (size,) uint32, cells that hold a resource when their timer is 0
-    timer: jax.Array  # (size, size) int32, steps until a collected resource is back (0: there)
+    sources: jax.Array  # (size,) uint32, cells where a resource grows
+    present: jax.Array  # (size,) uint32, sources holding a unit now
+    timer: jax.Array  # (size, size) int16, steps until a collected unit is back (0 where none is pending)
     row: jax.Array  # (agents,) int32
     col: jax.Array  # (agents,) int32
     inventory: jax.Array  # (agents,) int32, units collected this episode
@@ -71,7 +72,7 @@ class GridWorld(Env):
         lower index gets it; an agent following another moves if the leader has a lower
         index; swaps fail for the higher index. Agents never share a cell, so no two agents
         can collect one resource.
-    Regrowth: a collected source is empty for `regrow_delay` steps, then holds a unit again.
+    Regrowth: a collected source is empty for `regrow_delay` steps (at least 1), then holds a unit again.
     Termination: never. Truncation: `max_steps_in_episode` steps.
     Info: `score`, units the world's agents collected this episode (summed over agents).
     """
@@ -134,13 +135,16 @@ class GridWorld(Env):
         """(size,) uint32 row words -> (size, size) bool."""
         return ((words[:, None] >> self._bits) & jnp.uint32(1)) == 1
 
-    def _agent_rows(self, row: jax.Array, col: jax.Array) -> jax.Array:
+    def _agent_rows(self, row: jax.Array, col: jax.Array, which: jax.Array | None = None) -> jax.Array:
+        """(size,) uint32 rows with the cells of the agents (those where `which` holds, if given)."""
         bits = jnp.uint32(1) << col.astype(jnp.uint32)  # (agents,)
+        if which is not None:
+            bits = jnp.where(which, bits, jnp.uint32(0))
         return jnp.sum(jnp.where(row[:, None] == self._rows, bits[:, None], jnp.uint32(0)), axis=0, dtype=jnp.uint32)
 
     def resources(self, state: EnvState) -> jax.Array:
         """(size,) uint32 rows of the cells holding a resource now."""
-        return state.sources & self._pack(state.timer == 0)
+        return state.present
 
     # -- dynamics ---------------------------------------------------------------------
 
@@ -154,15 +158,31 @@ class GridWorld(Env):
             blocked = off | self._cell(state.walls, r, c) | jnp.any((row == r) & (col == c))
             row = row.at[k].set(jnp.where(blocked, row[k], r))
             col = col.at[k].set(jnp.where(blocked, col[k], c))
-        present = self._unpack(self.resources(state))  # (size, size)
-        here = (row[:, None, None] == self._rows[None, :, None]) & (col[:, None, None] == self._rows[None, None, :])
-        collects = (action == COLLECT)[:, None, None] & here & present[None]  # (agents, size, size)
-        gained = jnp.any(collects, axis=(1, 2)).astype(jnp.int32)  # (agents,)
-        taken = jnp.any(collects, axis=0)
-        timer = jnp.where(taken, params.regrow_delay, jnp.maximum(state.timer - 1, 0))
+        # Collect: the unit on the agent's own cell, if present. Agents hold distinct cells.
+        gained = jnp.stack(
+            [(action[k] == COLLECT) & self._cell(state.present, row[k], col[k]) for k in range(self.num_agents)]
+        ).astype(jnp.int32)  # (agents,)
+        taken = self._agent_rows(row, col, gained.astype(bool))  # (size,) rows of the units taken
+        delay = jnp.clip(params.regrow_delay, 1, 32767).astype(jnp.int16)
+        back = self._pack(state.timer == 1) & state.sources  # units whose delay ends this step
+        timer = jnp.where(self._unpack(taken), delay, jnp.maximum(state.timer - 1, 0).astype(jnp.int16))
         reward = gained.astype(jnp.float32) * params.reward_collect + params.reward_step
+        # One row of the next episode's map is redrawn per step: drawing the whole map beside every
+        # step (auto-reset runs under vmap as a select) cost more than the step itself.
+        redraw = (state.time % self.size).reshape(1)
+        mixed = self._mix(key, self.STEP_SALT)
+        new_walls = self._draw_rows(mixed, 0, params.wall_density, redraw)
+        new_sources = self._draw_rows(mixed, 1, params.resource_density, redraw) & ~new_walls
+        is_row = self._rows == redraw
         new_state = state.replace(
-            row=row, col=col, inventory=state.inventory + gained, timer=timer, time=state.time + 1
+            row=row,
+            col=col,
+            inventory=state.inventory + gained,
+            present=(state.present & ~taken) | back,
+            timer=timer,
+            time=state.time + 1,
+            next_walls=jnp.where(is_row, new_walls, state.next_walls),
+            next_sources=jnp.where(is_row, new_sources, state.next_sources),
         )
         info = {"score": jnp.sum(new_state.inventory)}
         reward = reward[0] if self.num_agents == 1 else reward
@@ -176,13 +196,15 @@ class GridWorld(Env):
         cell of the row at once, compared with round(32 * density) by a word-wide less-than.
         """
         threshold = jnp.clip(jnp.round(density * 32), 0, 32).astype(jnp.uint32)
-        index = (rows.astype(jnp.uint32) * jnp.uint32(64) + jnp.uint32(8 * salt))[:, None]  # (m, 1), 5 planes each
-        planes = hash32(mixed ^ hash32((index + jnp.arange(5, dtype=jnp.uint32)) * jnp.uint32(0x9E3779B9)))
+        # One full hash per row, then five planes from it by multiply-xorshift steps (cheap, and
+        # XLA repeats this for every row it selects from).
+        word = hash32(mixed ^ ((rows.astype(jnp.uint32) * jnp.uint32(8) + jnp.uint32(salt)) * jnp.uint32(0x9E3779B9)))
         less = jnp.zeros(rows.shape, jnp.uint32)
         equal = jnp.full(rows.shape, 0xFFFFFFFF, jnp.uint32)
         for bit in range(4, -1, -1):
             t = jnp.where((threshold >> bit) & 1 == 1, jnp.uint32(0xFFFFFFFF), jnp.uint32(0))
-            p = planes[:, bit]
+            word = word * jnp.uint32(0x2C1B3C6D) + jnp.uint32(0x297A2D39)
+            p = word ^ (word >> 16)
             less = less | (equal & ~p & t)
             equal = equal & ~(p ^ t)
         return jnp.where(threshold >= 32, self._full_row, less & self._full_row)
@@ -215,7 +237,8 @@ class GridWorld(Env):
         return EnvState(
             walls=walls & ~start,
             sources=sources & ~start,
-            timer=jnp.zeros((self.size, self.size), jnp.int32),
+            present=sources & ~start,
+            timer=jnp.zeros((self.size, self.size), jnp.int16),
             row=row,
             col=col,
             inventory=jnp.zeros(self.num_agents, jnp.int32),
@@ -301,7 +324,8 @@ class GridWorld(Env):
         return EnvState(
             walls=pack(walls),
             sources=pack(sources),
-            timer=jnp.array(ticks),
+            present=pack(sources & (ticks == 0)),
+            timer=jnp.array(ticks, jnp.int16),
             row=jnp.array([agents[k][0] for k in range(self.num_agents)], jnp.int32),
             col=jnp.array([agents[k][1] for k in range(self.num_agents)], jnp.int32),
             inventory=jnp.zeros(self.num_agents, jnp.int32),

@@ -138,6 +138,7 @@ def test_the_next_episode_plays_the_map_drawn_a_row_per_step_during_this_one():
         assert not changed[min(t + 1, 6) :].any()  # rows 0..t redrawn so far, the rest untouched
     _, stepped, _, _, _ = env.step_env(jax.random.key(7), state, STAY, params)  # the last step, before the reset
     drawn_walls, drawn_sources = np.asarray(stepped.next_walls), np.asarray(stepped.next_sources)
+    assert (drawn_walls != first_next).any()  # redrawn (six rows of six cells all equal: chance < 1e-3)
     _, state, _, _, truncated, _ = step_fn(jax.random.key(7), state, STAY, params)
     assert bool(truncated) and int(state.time) == 0
     start = np.zeros(6, np.uint32)
