@@ -68,6 +68,11 @@ class Trainer:
         from jaxrl import dqn, ppo
 
         self.cfg = cfg
+        if getattr(env, "num_agents", 1) > 1:
+            raise ConfigError(
+                f"env.num_agents={env.num_agents}: training several agents per world is not supported yet"
+                " (the env itself runs them: envs.make('grid', num_agents=...)); use env.num_agents=1"
+            )
         self.algo = {"ppo": ppo.make_train, "dqn": dqn.make_train}[cfg.algo.name](cfg, env, env_params)
         self.num_updates = self.algo.num_updates
         self.chunk = chunk or max(1, math.ceil(self.num_updates / cfg.num_chunks))  # updates per compiled call
