@@ -202,8 +202,11 @@ def ppo_minibatches(cfg: TrainConfig) -> int:
     """Minibatches per epoch. `minibatch_size=auto`: the largest divisor of the rollout batch that still
     gives at least `num_minibatches` minibatches; an integer minibatch_size must divide the batch."""
     a = cfg.algo
-    batch = cfg.num_envs * a.num_steps
+    agents = getattr(cfg.env, "num_agents", 1)
+    batch = cfg.num_envs * agents * a.num_steps
     where = f"num_envs * algo.num_steps = {cfg.num_envs} * {a.num_steps} = {batch}"
+    if agents > 1:
+        where = f"num_envs * env.num_agents * algo.num_steps = {cfg.num_envs} * {agents} * {a.num_steps} = {batch}"
     if a.minibatch_size is None:
         if batch % a.num_minibatches:
             raise ConfigError(f"algo.num_minibatches={a.num_minibatches} must divide {where}")

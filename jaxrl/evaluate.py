@@ -1,5 +1,8 @@
 """Play whole episodes on device with a fixed policy: one env per episode, stepped until all have ended.
 
+With several agents per world, every agent acts with the policy and an episode's return is
+the world's (the sum over its agents).
+
 `play(env, env_params, policy, key, num_episodes)` runs `num_episodes` envs side by side in one
 `lax.while_loop` and returns each episode's return, length and score (when the env reports
 one). An env stops counting at its first episode end; the loop stops when every episode has
@@ -42,12 +45,18 @@ def _start(env: Any, env_params: Any, key: jax.Array, num_episodes: int) -> dict
 def _advance(env: Any, env_params: Any, policy: Policy, c: dict[str, Any]) -> dict[str, Any]:
     """Every env steps once; episodes that already ended stop counting."""
     num_episodes = c["alive"].shape[0]
+    agents = int(getattr(env, "num_agents", 1))
     key, act_key, step_key = jax.random.split(c["key"], 3)
-    action = policy(c["obs"], act_key)
+    if agents > 1:  # every agent acts with the shared policy; the world's return sums theirs
+        obs = c["obs"]
+        action = policy(obs.reshape((num_episodes * agents, *obs.shape[2:])), act_key).reshape(num_episodes, agents)
+    else:
+        action = policy(c["obs"], act_key)
     obs, state, reward, terminated, truncated, info = jax.vmap(env.step, in_axes=(0, 0, 0, None))(
         jax.random.split(step_key, num_episodes), c["state"], action, env_params
     )
     alive = c["alive"]
+    reward = reward.reshape(num_episodes, -1).sum(axis=1)
     ended = alive & (terminated | truncated)
     score = jnp.where(ended, info["score"].astype(jnp.float32), c["score"]) if "score" in info else c["score"]
     return {

@@ -20,6 +20,7 @@ from gymnax.environments import spaces
 from jaxrl import losses, networks
 from jaxrl.config import ConfigError, TrainConfig, ppo_minibatches
 from jaxrl.curriculum import traced
+from jaxrl.vector import VectorEnv
 
 
 @struct.dataclass
@@ -79,7 +80,12 @@ class Transition:
 
 
 def episode_stats(reward, done, info, ep_return, ep_length):
-    """Running episode sums, and the sums over episodes that ended this step."""
+    """Running episode sums per stream, and the sums over episodes that ended this step.
+
+    With several agents per world (`info["world_done"]` has fewer entries than `done`), the
+    world episodes are counted too (`world_episodes`): a world's return is the sum of its
+    agents' returns, and the env's `score` is per world.
+    """
     ep_return = ep_return + reward
     ep_length = ep_length + 1
     stats = {
@@ -87,8 +93,11 @@ def episode_stats(reward, done, info, ep_return, ep_length):
         "return_sum": jnp.where(done, ep_return, 0.0).sum(),
         "length_sum": jnp.where(done, ep_length, 0).sum(dtype=jnp.float32),
     }
+    world_done = info.get("world_done", done)
+    if world_done.shape != done.shape:
+        stats["world_episodes"] = world_done.sum(dtype=jnp.float32)
     if "score" in info:
-        stats["score_sum"] = jnp.where(done, info["score"], 0).sum(dtype=jnp.float32)
+        stats["score_sum"] = jnp.where(world_done, info["score"], 0).sum(dtype=jnp.float32)
     return jnp.where(done, 0.0, ep_return), jnp.where(done, 0, ep_length), stats
 
 
@@ -150,7 +159,9 @@ class PPO(Chunked):
             num_actions = int(math.prod(action_space.shape))
         else:
             num_actions = int(action_space.n)
+        self.vec = VectorEnv(env, cfg.num_envs)
         obs_shape = env.observation_space(env_params).shape
+        obs_shape = obs_shape[1:] if self.vec.num_agents > 1 else obs_shape  # one agent's view
         if self.algo.network == "cnn" and len(obs_shape) != 3:
             raise ConfigError(f"algo.network=cnn needs (H, W, C) observations; {env.name} gives {obs_shape}")
         self.network = networks.ActorCritic(
@@ -173,13 +184,13 @@ class PPO(Chunked):
 
     @property
     def batch_size(self) -> int:
-        """Transitions per update per seed."""
-        return self.cfg.num_envs * self.algo.num_steps
+        """Transitions per update per seed (one per agent per env step)."""
+        return self.vec.streams * self.algo.num_steps
 
     @property
     def steps_per_update(self) -> int:
-        """Env steps per update per seed."""
-        return self.batch_size
+        """Env (world) steps per update per seed."""
+        return self.cfg.num_envs * self.algo.num_steps
 
     @property
     def minibatch_size(self) -> int:
@@ -190,22 +201,21 @@ class PPO(Chunked):
     @property
     def bootstrap_rows(self) -> int:
         """Rows per critic pass over truncated envs' final observations (see `values_where`)."""
-        return max(1, self.cfg.num_envs // 16)
+        return max(1, self.vec.streams // 16)
 
     @property
     def num_updates(self) -> int:
         """Updates in the run (total_timesteps rounded down to whole updates)."""
-        return max(1, int(self.cfg.total_timesteps) // self.batch_size)
+        return max(1, int(self.cfg.total_timesteps) // self.steps_per_update)
 
     # -- init -------------------------------------------------------------------------------
 
     def init(self, key: jax.Array) -> Runner:
         """Fresh network, optimizer and envs for one seed."""
         key, net_key, reset_key = jax.random.split(key, 3)
-        reset_keys = jax.random.split(reset_key, self.cfg.num_envs)
-        obs, env_state = jax.vmap(self.env.reset, in_axes=(0, None))(reset_keys, self.env_params)
+        obs, env_state = self.vec.reset(reset_key, self.env_params)
         params = self.network.init(net_key, obs[:1])
-        n = self.cfg.num_envs
+        n = self.vec.streams
         return Runner(
             params=params,
             opt_state=self.optimizer.init(params),
@@ -246,9 +256,8 @@ class PPO(Chunked):
         action = networks.sample(act_key, pi, self.continuous)
         log_prob = networks.log_prob(pi, action, self.continuous)
         env_action = jnp.clip(action, self.action_low, self.action_high) if self.continuous else action
-        step_keys = jax.random.split(step_key, self.cfg.num_envs)
-        obs, env_state, reward, terminated, truncated, info = jax.vmap(self.env.step, in_axes=(0, 0, 0, None))(
-            step_keys, runner.env_state, env_action, runner.env_params
+        obs, env_state, reward, terminated, truncated, info = self.vec.step(
+            step_key, runner.env_state, env_action, runner.env_params
         )
         value_fn = lambda o: self.network.apply(runner.params, self.prepare(runner.obs_stats, o), method="value")
         # Only truncated steps bootstrap from final_observation; `collect` fills in the rest.

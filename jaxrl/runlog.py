@@ -16,10 +16,15 @@ import numpy as np
 def episode_means(stats: dict[str, np.ndarray]) -> dict[str, float]:
     """Means over finished episodes of per-update sums (any shape; NaN when none finished)."""
     n = float(np.sum(stats["episodes"]))
+    worlds = float(np.sum(stats["world_episodes"])) if "world_episodes" in stats else n
     out = {}
-    for key, name in (("return_sum", "episode_return"), ("length_sum", "episode_length"), ("score_sum", "score")):
+    for key, name in (("return_sum", "episode_return"), ("length_sum", "episode_length")):
         if key in stats:
             out[name] = float(np.sum(stats[key])) / n if n else math.nan
+    if "world_episodes" in stats:  # several agents per world: episode_return is per agent
+        out["world_return"] = float(np.sum(stats["return_sum"])) / worlds if worlds else math.nan
+    if "score_sum" in stats:
+        out["score"] = float(np.sum(stats["score_sum"])) / worlds if worlds else math.nan
     out["episodes"] = n
     return out
 

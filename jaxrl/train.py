@@ -68,10 +68,10 @@ class Trainer:
         from jaxrl import dqn, ppo
 
         self.cfg = cfg
-        if getattr(env, "num_agents", 1) > 1:
+        if getattr(env, "num_agents", 1) > 1 and cfg.algo.name != "ppo":
             raise ConfigError(
-                f"env.num_agents={env.num_agents}: training several agents per world is not supported yet"
-                " (the env itself runs them: envs.make('grid', num_agents=...)); use env.num_agents=1"
+                f"env.num_agents={env.num_agents}: algo={cfg.algo.name} trains one agent per world so far;"
+                " use algo=ppo (agents share its policy) or env.num_agents=1"
             )
         self.algo = {"ppo": ppo.make_train, "dqn": dqn.make_train}[cfg.algo.name](cfg, env, env_params)
         self.num_updates = self.algo.num_updates
@@ -198,7 +198,7 @@ def checkpoint_meta(cfg: TrainConfig, resolved: Any, progress: RunProgress, trai
 
 def chunk_record(steps: int, stats: dict[str, np.ndarray]) -> dict[str, Any]:
     """Per-seed sums of one chunk's episode stats (JSON-ready)."""
-    sums = {k: v.sum(axis=1).tolist() for k, v in stats.items() if k.endswith("_sum") or k == "episodes"}
+    sums = {k: v.sum(axis=1).tolist() for k, v in stats.items() if k.endswith(("_sum", "episodes"))}
     return {"env_steps": steps, **sums}
 
 
@@ -278,7 +278,9 @@ def train(cfg: TrainConfig, resolved: Any, resume: Path | None = None) -> dict[s
                 run.history.append(chunk_record(steps, stats))
                 sps = active * trainer.steps_per_update * cfg.num_seeds / dt
                 means = episode_means(stats)
-                losses = {k: nanmean(v) for k, v in stats.items() if not k.endswith("_sum") and k != "episodes"}
+                losses = {
+                    k: nanmean(v) for k, v in stats.items() if not k.endswith("_sum") and not k.endswith("episodes")
+                }
                 row = {"env_steps": steps, "sps": sps, "wall_s": run.train_s + run.compile_s, **means, **losses}
                 if phase is not None:
                     row["phase"] = phase.index

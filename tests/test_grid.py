@@ -163,3 +163,52 @@ def test_truncates_at_the_step_limit_and_never_terminates():
 def test_bad_constructor_arguments_are_refused(kwargs):
     with pytest.raises(ValueError, match="grid"):
         GridWorld(**kwargs)
+
+
+def test_vector_env_flattens_agents_world_major_and_repeats_world_flags():
+    from jaxrl.vector import VectorEnv
+
+    env, params = envs.make("grid", size=5, num_agents=3)
+    vec = VectorEnv(env, num_envs=2)
+    assert vec.streams == 6
+    obs, state = vec.reset(jax.random.key(0), params)
+    assert obs.shape == (6, 5, 5, 4)
+    per_world = jax.vmap(env.get_obs)(state)  # (2, 3, 5, 5, 4)
+    np.testing.assert_array_equal(np.asarray(obs[4]), np.asarray(per_world[1, 1]))  # world 1, agent 1
+    actions = jnp.array([COLLECT, STAY, STAY, STAY, STAY, COLLECT])
+    params = params.replace(max_steps_in_episode=1, reward_step=0.5)
+    obs, state, reward, terminated, truncated, info = vec.step(jax.random.key(1), state, actions, params)
+    assert reward.shape == terminated.shape == truncated.shape == (6,)
+    assert np.asarray(truncated).all() and info["world_done"].shape == (2,)
+    assert info["final_observation"].shape == (6, 5, 5, 4)
+    assert (np.asarray(reward) >= 0.5).all()
+
+
+def test_ppo_trains_several_agents_per_world_with_one_shared_policy(tmp_path):
+    import csv
+
+    from jaxrl.train import main
+
+    run_dir = tmp_path / "agents"
+    args = ["env=grid", "env.num_agents=3", "env.max_steps_in_episode=16", "num_envs=8", "algo.num_steps=16"]
+    assert main([*args, "total_timesteps=1024", "num_chunks=2", f"run_dir={run_dir}", "progress=false"]) == 0
+    with open(run_dir / "metrics.csv") as f:
+        rows = list(csv.DictReader(f))
+    last = rows[-1]
+    assert int(last["env_steps"]) == 1024  # world steps; the learner saw 3 transitions per world step
+    per_agent, world = float(last["episode_return"]), float(last["world_return"])
+    assert world == pytest.approx(3 * per_agent, rel=1e-4)  # a world's return sums its agents'
+    assert float(last["score"]) == pytest.approx(world, rel=1e-4)  # unit reward per collect, no step reward
+    # A chunk is 512 world steps = 64 per world = 4 episodes of 16 steps in each of 8 worlds, x 3 agents.
+    assert float(last["episodes"]) == 3 * 8 * 4
+
+
+def test_play_sums_the_agents_rewards_into_the_world_return():
+    from jaxrl.evaluate import play
+
+    env, params = envs.make("grid", size=5, num_agents=2)
+    params = params.replace(reward_step=1.0, reward_collect=0.0, max_steps_in_episode=7)
+    out = jax.jit(lambda k: play(env, params, lambda obs, key: jnp.zeros(obs.shape[0], jnp.int32), k, 4))(
+        jax.random.key(0)
+    )
+    np.testing.assert_allclose(np.asarray(out["return"]), 2 * 7)  # two agents, 7 steps, 1 each

@@ -1,0 +1,62 @@
+"""The env batch as a learner sees it: `num_envs` worlds of `num_agents` agents are `num_envs * num_agents` streams.
+
+Every agent is one stream of (observation, action, reward, done) with the policy's parameters
+shared: observations, actions and rewards are flattened world-major, `(worlds * agents, ...)`,
+and a world's terminated / truncated flags are repeated for each of its agents (agents of one
+world start and end their episodes together). With one agent per world (every gymnax env)
+this is a plain `vmap` over worlds.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+
+
+class VectorEnv:
+    """`reset` and `step` of `num_envs` worlds, in streams."""
+
+    def __init__(self, env: Any, num_envs: int):
+        self.env = env
+        self.num_envs = num_envs
+        self.num_agents = int(getattr(env, "num_agents", 1))
+        self.streams = num_envs * self.num_agents
+
+    def _flat(self, x: jax.Array) -> jax.Array:
+        """(worlds, agents, ...) -> (streams, ...); unchanged with one agent per world."""
+        return x if self.num_agents == 1 else x.reshape((self.streams, *x.shape[2:]))
+
+    def _per_agent(self, x: jax.Array) -> jax.Array:
+        """(worlds,) -> (streams,): a world's value for each of its agents."""
+        return x if self.num_agents == 1 else jnp.repeat(x, self.num_agents, axis=0)
+
+    def reset(self, key: jax.Array, params: Any) -> tuple[jax.Array, Any]:
+        obs, state = jax.vmap(self.env.reset, in_axes=(0, None))(jax.random.split(key, self.num_envs), params)
+        return self._flat(obs), state
+
+    def step(self, key: jax.Array, state: Any, action: jax.Array, params: Any):
+        """(obs, state, reward, terminated, truncated, info), all but `state` in streams.
+
+        `info["final_observation"]` is in streams; `info["world_done"]` (worlds,) marks worlds whose
+        episode ended; other info entries (e.g. `score`) stay per world.
+        """
+        if self.num_agents > 1:
+            action = action.reshape((self.num_envs, self.num_agents, *action.shape[1:]))
+        obs, state, reward, terminated, truncated, info = jax.vmap(self.env.step, in_axes=(0, 0, 0, None))(
+            jax.random.split(key, self.num_envs), state, action, params
+        )
+        info = {
+            **info,
+            "final_observation": self._flat(info["final_observation"]),
+            "world_done": terminated | truncated,
+        }
+        return (
+            self._flat(obs),
+            state,
+            self._flat(reward),
+            self._per_agent(terminated),
+            self._per_agent(truncated),
+            info,
+        )
