@@ -230,3 +230,18 @@ def test_ppo_with_the_grid_cnn_beats_random(tmp_path):
     uniform = lambda obs, key: jax.random.randint(key, (obs.shape[0],), 0, 6)
     random_return = float(jax.jit(lambda k: play(env, params, uniform, k, 1000))(jax.random.key(1))["return"].mean())
     assert trained > 3 * random_return + 1, (trained, random_return)
+
+
+def test_gymnax_wrappers_work_with_one_agent_per_world():
+    from gymnax.wrappers import FlattenObservationWrapper, LogWrapper
+
+    env, params = envs.make("grid", size=5)
+    params = params.replace(max_steps_in_episode=5)
+    wrapped = LogWrapper(FlattenObservationWrapper(env))
+    obs, state = wrapped.reset(jax.random.key(0), params)
+    assert obs.shape == (5 * 5 * 4,)
+    step = jax.jit(wrapped.step)
+    for t in range(5):
+        obs, state, _, _, truncated, info = step(jax.random.key(t), state, STAY, params)
+    assert obs.shape == (100,) and bool(truncated) and bool(info["returned_episode"])
+    assert int(info["returned_episode_lengths"]) == 5
