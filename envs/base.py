@@ -19,6 +19,14 @@ def hash32(x: jax.Array) -> jax.Array:
     return x ^ (x >> 16)
 
 
+def pick(values: tuple[int, ...], index: jax.Array) -> jax.Array:
+    """values[index] for a small static table, as selects (no gather under vmap)."""
+    out = jnp.int32(values[-1])
+    for i in range(len(values) - 2, -1, -1):
+        out = jnp.where(index == i, jnp.int32(values[i]), out)
+    return out
+
+
 class Env(environment.Environment):
     """gymnax 1.0 base class with a cheaper auto-reset for envs whose `get_obs` is a pure function of state.
 

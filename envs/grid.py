@@ -13,7 +13,7 @@ import numpy as np
 from flax import struct
 from gymnax.environments import environment, spaces
 
-from envs.base import Env, hash32
+from envs.base import Env, hash32, pick
 
 # Row and column offsets of the actions: 0 stay, 1 up, 2 right, 3 down, 4 left, 5 collect (no move).
 DROW = (0, -1, 0, 1, 0, 0)
@@ -44,14 +44,6 @@ class EnvParams(environment.EnvParams):
     reward_step: float = 0.0  # reward for every agent on every step
     wall_density: float = 0.15  # chance that a cell is a wall at reset
     resource_density: float = 0.1  # chance that a free cell is a resource source at reset
-
-
-def _pick(values: tuple[int, ...], index: jax.Array) -> jax.Array:
-    """values[index] for a small static table, as selects (no gather under vmap)."""
-    out = jnp.int32(values[-1])
-    for i in range(len(values) - 2, -1, -1):
-        out = jnp.where(index == i, jnp.int32(values[i]), out)
-    return out
 
 
 class GridWorld(Env):
@@ -152,8 +144,8 @@ class GridWorld(Env):
         action = jnp.broadcast_to(jnp.asarray(action, jnp.int32), (self.num_agents,))
         row, col = state.row, state.col
         for k in range(self.num_agents):  # index order: agent k sees the moves of agents < k
-            r = row[k] + _pick(DROW, action[k])
-            c = col[k] + _pick(DCOL, action[k])
+            r = row[k] + pick(DROW, action[k])
+            c = col[k] + pick(DCOL, action[k])
             off = (r < 0) | (r >= self.size) | (c < 0) | (c >= self.size)
             blocked = off | self._cell(state.walls, r, c) | jnp.any((row == r) & (col == c))
             row = row.at[k].set(jnp.where(blocked, row[k], r))

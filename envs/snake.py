@@ -15,7 +15,7 @@ import numpy as np
 from flax import struct
 from gymnax.environments import environment, spaces
 
-from envs.base import Env
+from envs.base import Env, pick
 
 # Row and column offsets of the four actions: 0 up, 1 right, 2 down, 3 left.
 DROW = (-1, 0, 1, 0)
@@ -45,14 +45,6 @@ class EnvParams(environment.EnvParams):
     reward_apple: float = 1.0  # eating an apple (also the step that fills the board)
     reward_death: float = -1.0  # leaving the board or biting the body
     reward_step: float = 0.0  # every other step
-
-
-def _pick(values: tuple[int, ...], index: jax.Array) -> jax.Array:
-    """values[index] for a small static table, as selects (no gather under vmap)."""
-    out = jnp.int32(values[-1])
-    for i in range(len(values) - 2, -1, -1):
-        out = jnp.where(index == i, jnp.int32(values[i]), out)
-    return out
 
 
 def _select_bit(word: jax.Array, rank: jax.Array) -> jax.Array:
@@ -181,8 +173,8 @@ class Snake(Env):
     def step_env(self, key: jax.Array, state: EnvState, action: jax.Array, params: EnvParams):
         action = jnp.asarray(action, jnp.int32)
         direction = jnp.where(action == (state.direction + 2) % 4, state.direction, action)
-        row = state.head_row + _pick(DROW, direction)
-        col = state.head_col + _pick(DCOL, direction)
+        row = state.head_row + pick(DROW, direction)
+        col = state.head_col + pick(DCOL, direction)
         off_board = (row < 0) | (row >= self.size) | (col < 0) | (col >= self.size)
         head = jnp.where(off_board, 0, row * self.size + col)
         eats = ~off_board & (head == state.apple)
@@ -193,7 +185,7 @@ class Snake(Env):
             (state.link_hi & tail_bit) != 0
         ).astype(jnp.int32)
         occupied = jnp.where(eats, state.occupied, state.occupied & ~tail_bit)
-        tail = jnp.where(eats, state.tail, state.tail + _pick(self._flat_step, link))
+        tail = jnp.where(eats, state.tail, state.tail + pick(self._flat_step, link))
         head_bit = self._bit(head)
         bites = ~off_board & jnp.any((occupied & head_bit) != 0)
         dead = off_board | bites
@@ -234,7 +226,7 @@ class Snake(Env):
         last = self.size - 1
         row = jnp.select([direction == 0, direction == 2], [last - along, along], across)
         col = jnp.select([direction == 1, direction == 3], [along, last - along], across)
-        step = _pick(self._flat_step, direction)
+        step = pick(self._flat_step, direction)
         head = row * self.size + col
         neck, tail = head - step, head - 2 * step
         body_bits = self._bit(neck) | self._bit(tail)
