@@ -134,10 +134,6 @@ class GridWorld(Env):
             bits = jnp.where(which, bits, jnp.uint32(0))
         return jnp.sum(jnp.where(row[:, None] == self._rows, bits[:, None], jnp.uint32(0)), axis=0, dtype=jnp.uint32)
 
-    def resources(self, state: EnvState) -> jax.Array:
-        """(size,) uint32 rows of the cells holding a resource now."""
-        return state.present
-
     # -- dynamics ---------------------------------------------------------------------
 
     def step_env(self, key: jax.Array, state: EnvState, action: jax.Array, params: EnvParams):
@@ -269,7 +265,7 @@ class GridWorld(Env):
 
     def get_obs(self, state: EnvState, params: EnvParams | None = None, key: jax.Array | None = None) -> jax.Array:
         agents = self._agent_rows(state.row, state.col)
-        present = self.resources(state)
+        present = state.present
         # The centre cell's bit: cleared from the agent plane (that agent is the viewer), alone in the self plane.
         centre = jnp.where(jnp.arange(self.view) == self.half, jnp.uint32(1 << self.half), jnp.uint32(0))
 
@@ -331,7 +327,7 @@ class GridWorld(Env):
     def render_rgb(self, state: EnvState) -> jax.Array:
         """(size, size, 3) uint8 picture: grey walls, gold resources, blue agents (agent 0 brighter)."""
         walls = self._unpack(state.walls)[..., None]
-        present = self._unpack(self.resources(state))[..., None]
+        present = self._unpack(state.present)[..., None]
         agents = self._unpack(self._agent_rows(state.row, state.col))[..., None]
         first = ((self._rows[:, None] == state.row[0]) & (self._rows[None, :] == state.col[0]))[..., None]
         img = jnp.zeros((self.size, self.size, 3), jnp.uint8)

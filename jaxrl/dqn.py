@@ -23,6 +23,7 @@ from jaxrl.config import ConfigError, TrainConfig, dqn_schedule
 from jaxrl.curriculum import traced
 from jaxrl.ppo import Chunked, episode_stats
 from jaxrl.replay import Batch, ReplayBuffer, ReplayState
+from jaxrl.vector import VectorEnv
 
 
 @struct.dataclass
@@ -60,6 +61,7 @@ class DQN(Chunked):
     def __init__(self, cfg: TrainConfig, env: Any, env_params: Any):
         self.cfg, self.algo = cfg, cfg.algo
         self.env, self.env_params = env, env_params
+        self.vec = VectorEnv(env, cfg.num_envs)  # one agent per world (the trainer refuses more for DQN)
         action_space = env.action_space(env_params)
         if not isinstance(action_space, spaces.Discrete):
             raise ConfigError(f"algo=dqn needs discrete actions; {env.name} has continuous ones (use algo=ppo)")
@@ -106,9 +108,7 @@ class DQN(Chunked):
 
     def init(self, key: jax.Array) -> DQNRunner:
         key, net_key, reset_key = jax.random.split(key, 3)
-        obs, env_state = jax.vmap(self.env.reset, in_axes=(0, None))(
-            jax.random.split(reset_key, self.cfg.num_envs), self.env_params
-        )
+        obs, env_state = self.vec.reset(reset_key, self.env_params)
         params = self.network.init(net_key, obs[:1])
         n = self.cfg.num_envs
         return DQNRunner(
@@ -145,8 +145,8 @@ class DQN(Chunked):
     def env_step(self, runner: DQNRunner, key: jax.Array, epsilon: jax.Array):
         act_key, step_key = jax.random.split(key)
         action = self.act(runner.params, runner.obs, act_key, epsilon)
-        obs, env_state, reward, terminated, truncated, info = jax.vmap(self.env.step, in_axes=(0, 0, 0, None))(
-            jax.random.split(step_key, self.cfg.num_envs), runner.env_state, action, runner.env_params
+        obs, env_state, reward, terminated, truncated, info = self.vec.step(
+            step_key, runner.env_state, action, runner.env_params
         )
         replay = self.buffer.add(
             runner.replay, runner.obs, action, reward, info["final_observation"], terminated, truncated
