@@ -90,8 +90,10 @@ def ours_grid(board: int, n: int, steps: int, num_agents: int = 1):
 
         def body(carry, key):
             state, acc = carry
-            bits = jax.random.bits(key, (n, 2 + num_agents), jnp.uint32)
-            actions = (bits[:, 2:] % env.num_actions).astype(jnp.int32)
+            # One random byte per agent: 8 agents cost the harness the same threefry draw as 1.
+            bits = jax.random.bits(key, (n, 2 + -(-num_agents // 4)), jnp.uint32)
+            lanes = jax.lax.bitcast_convert_type(bits[:, 2:], jnp.uint8).reshape(n, -1)[:, :num_agents]
+            actions = (lanes % env.num_actions).astype(jnp.int32)
             actions = actions[:, 0] if num_agents == 1 else actions
             keys = jax.random.wrap_key_data(bits[:, :2])
             obs, state, reward, _, _, _ = jax.vmap(env.step, in_axes=(0, 0, 0, None))(keys, state, actions, params)

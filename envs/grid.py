@@ -1,8 +1,9 @@
 """A resource-collection grid world (MettaGrid-like) for one or many agents, as a pure JAX gymnax 1.0 env.
 
 Maps are kept as row bitmasks (one uint32 word per map row, bit `c` for column `c`), so moves,
-collisions and the egocentric view are a few integer operations per agent and `vmap` turns them
-into SIMD across worlds; only the regrowth timers are stored per cell.
+collisions and the egocentric view are a few integer operations per agent; only the regrowth
+timers are stored per cell. The observation is built a view row at a time, its four channels in
+the byte lanes of one uint32 word, so each cell's four bytes are one shift and one mask.
 """
 
 from __future__ import annotations
@@ -14,6 +15,17 @@ from flax import struct
 from gymnax.environments import environment, spaces
 
 from envs.base import Env, hash32, pick
+
+
+def materialize(x: jax.Array) -> jax.Array:
+    """x (non-negative integers below 2**31 - 1), computed once into a buffer of its own.
+
+    An identity, but XLA's CPU fusion counts an integer remainder as expensive and so does not
+    fuse it into consumers that read an element more than once: they read the buffer instead of
+    recomputing x for every element they write.
+    """
+    return jax.lax.rem(x, jnp.asarray(2**31 - 1, x.dtype))
+
 
 # Row and column offsets of the actions: 0 stay, 1 up, 2 right, 3 down, 4 left, 5 collect (no move).
 DROW = (0, -1, 0, 1, 0, 0)
@@ -58,12 +70,11 @@ class GridWorld(Env):
         4 left (col-1), 5 collect the resource on the agent's own cell. With K agents, `(K,)`.
     Rewards: per agent, `reward_collect` per unit collected plus `reward_step` every step;
         `()` for one agent, `(K,)` for K.
-    Conflicts: moves resolve in agent-index order, each agent seeing the cells lower-indexed
-        agents moved to this step. A move into a wall, off the map or onto a cell an agent
-        holds at that moment fails (the agent stays), so two agents heading for one cell: the
-        lower index gets it; an agent following another moves if the leader has a lower
-        index; swaps fail for the higher index. Agents never share a cell, so no two agents
-        can collect one resource.
+    Conflicts: all agents move at once. A move fails (the agent stays) when its target is a
+        wall, off the map, a cell another agent stands on at the start of the step (even one
+        that moves away now: no following, no swaps), or a cell a lower-indexed agent also
+        moves into (two agents heading for one free cell: the lower index gets it). Agents
+        never share a cell, so no two agents can collect one resource.
     Regrowth: a collected source is empty for `regrow_delay` steps (at least 1), then holds a unit again.
     Termination: never. Truncation: `max_steps_in_episode` steps.
     Info: `score`, units the world's agents collected this episode (summed over agents).
@@ -73,8 +84,8 @@ class GridWorld(Env):
         super().__init__()
         if not isinstance(size, int) or isinstance(size, bool) or not 3 <= size <= 24:
             raise ValueError(f"grid size must be an integer from 3 to 24, got {size!r}")
-        if not isinstance(view, int) or isinstance(view, bool) or view < 3 or view % 2 == 0 or view > 9:
-            raise ValueError(f"grid view must be an odd integer from 3 to 9, got {view!r}")
+        if not isinstance(view, int) or isinstance(view, bool) or view not in (3, 5, 7):
+            raise ValueError(f"grid view must be 3, 5 or 7, got {view!r}")
         if not isinstance(num_agents, int) or isinstance(num_agents, bool) or not 1 <= num_agents <= size * size // 2:
             raise ValueError(f"grid num_agents must be an integer from 1 to size^2/2, got {num_agents!r}")
         self.size, self.num_agents, self.view = size, num_agents, view
@@ -108,49 +119,82 @@ class GridWorld(Env):
         return spaces.Box(0, 1, shape if self.num_agents == 1 else (self.num_agents, *shape), jnp.uint8)
 
     # -- helpers ----------------------------------------------------------------------
+    # Under vmap, XLA's CPU fusion builds every output element of a kernel from scratch. The step
+    # is therefore staged: moves, collects, agent rows and view words are each computed for all
+    # agents at once from the previous stage's arrays and `materialize`d, so that no later element
+    # recomputes them (unstaged, each of the 800 observation bytes of an 8-agent world redid the moves).
 
-    def _word(self, rows: jax.Array, r: jax.Array) -> jax.Array:
-        """rows[r] for a (size,) word array (0 when r is off the map), as a masked sum."""
-        return jnp.sum(jnp.where(self._rows == r, rows, jnp.uint32(0)), dtype=jnp.uint32)
+    def _lookup(self, rows: jax.Array, r: jax.Array) -> jax.Array:
+        """rows[r] for (size,) row words and any shape of map rows `r` (0 off the map), as selects."""
+        inside = (r >= 0) & (r < self.size)
+        return jnp.where(inside, rows[jnp.clip(r, 0, self.size - 1)], jnp.uint32(0))
 
     def _cell(self, rows: jax.Array, r: jax.Array, c: jax.Array) -> jax.Array:
-        """Whether bit (r, c) is set; False off the map."""
-        inside = (r >= 0) & (r < self.size) & (c >= 0) & (c < self.size)
-        bit = (self._word(rows, r) >> jnp.clip(c, 0, self.size - 1).astype(jnp.uint32)) & jnp.uint32(1)
+        """Whether bit (r, c) of the (size,) row words is set, elementwise over r and c; False off the map."""
+        inside = (c >= 0) & (c < self.size)
+        bit = (self._lookup(rows, r) >> jnp.clip(c, 0, self.size - 1).astype(jnp.uint32)) & jnp.uint32(1)
         return inside & (bit == 1)
 
     def _pack(self, cells: jax.Array) -> jax.Array:
         """(size, size) bool -> (size,) uint32 row words."""
-        return jnp.sum(jnp.where(cells, jnp.uint32(1) << self._bits, jnp.uint32(0)), axis=1, dtype=jnp.uint32)
+        out = jnp.zeros(self.size, jnp.uint32)
+        for c in range(self.size):
+            out = out | jnp.where(cells[:, c], jnp.uint32(1 << c), jnp.uint32(0))
+        return out
 
     def _unpack(self, words: jax.Array) -> jax.Array:
         """(size,) uint32 row words -> (size, size) bool."""
         return ((words[:, None] >> self._bits) & jnp.uint32(1)) == 1
 
     def _agent_rows(self, row: jax.Array, col: jax.Array, which: jax.Array | None = None) -> jax.Array:
-        """(size,) uint32 rows with the cells of the agents (those where `which` holds, if given)."""
-        bits = jnp.uint32(1) << col.astype(jnp.uint32)  # (agents,)
-        if which is not None:
-            bits = jnp.where(which, bits, jnp.uint32(0))
-        return jnp.sum(jnp.where(row[:, None] == self._rows, bits[:, None], jnp.uint32(0)), axis=0, dtype=jnp.uint32)
+        """(size,) uint32 rows with the cells of the agents (those where `which` holds, if given).
+
+        Built as a flat bitboard first (cell i at bit i % 16 of word i // 16; 16 bits so that
+        `materialize` applies): a few operations per agent and word. Each row is then cut from
+        the words that hold it by fixed shifts.
+        """
+        cell = (row * self.size + col).astype(jnp.uint32)
+        words = []
+        for w in range(-(-self.size * self.size // 16)):
+            acc = jnp.uint32(0)
+            for k in range(self.num_agents):
+                hit = (cell[k] >> 4) == w
+                if which is not None:
+                    hit = hit & which[k]
+                acc = acc | jnp.where(hit, jnp.uint32(1) << (cell[k] & 15), jnp.uint32(0))
+            words.append(acc)
+        words = materialize(jnp.stack(words))
+        rows = []
+        for r in range(self.size):
+            bits, done = jnp.uint32(0), 0  # the row's first `done` bits are in place
+            while done < self.size:
+                w, b = divmod(r * self.size + done, 16)
+                bits = bits | ((words[w] >> b) << done)
+                done += 16 - b
+            rows.append(bits & self._full_row)
+        return materialize(jnp.stack(rows))
 
     # -- dynamics ---------------------------------------------------------------------
 
     def step_env(self, key: jax.Array, state: EnvState, action: jax.Array, params: EnvParams):
         action = jnp.broadcast_to(jnp.asarray(action, jnp.int32), (self.num_agents,))
-        row, col = state.row, state.col
-        for k in range(self.num_agents):  # index order: agent k sees the moves of agents < k
-            r = row[k] + pick(DROW, action[k])
-            c = col[k] + pick(DCOL, action[k])
-            off = (r < 0) | (r >= self.size) | (c < 0) | (c >= self.size)
-            blocked = off | self._cell(state.walls, r, c) | jnp.any((row == r) & (col == c))
-            row = row.at[k].set(jnp.where(blocked, row[k], r))
-            col = col.at[k].set(jnp.where(blocked, col[k], c))
+        # All agents move at once (see the class docstring for the conflict rule). Cells are
+        # numbered row * size + col, so each pairwise check is one comparison.
+        to_row, to_col = state.row + pick(DROW, action), state.col + pick(DCOL, action)
+        inside = (to_row >= 0) & (to_row < self.size) & (to_col >= 0) & (to_col < self.size)
+        moving = (action >= 1) & (action <= 4)
+        ok = moving & inside & ~self._cell(state.walls, to_row, to_col)
+        now, target = state.row * self.size + state.col, to_row * self.size + to_col
+        claim = materialize(jnp.where(ok, target, self.size * self.size))
+        index = jnp.arange(self.num_agents)
+        for j in range(self.num_agents):
+            # The cell is held by agent j at the start of the step, or a lower index j claims it.
+            ok = ok & (now[j] != target) & ((index <= j) | (claim[j] != target))
+        cell = materialize(jnp.where(ok, target, now))
+        row, col = cell // self.size, cell % self.size
         # Collect: the unit on the agent's own cell, if present. Agents hold distinct cells.
-        gained = jnp.stack(
-            [(action[k] == COLLECT) & self._cell(state.present, row[k], col[k]) for k in range(self.num_agents)]
-        ).astype(jnp.int32)  # (agents,)
-        taken = self._agent_rows(row, col, gained.astype(bool))  # (size,) rows of the units taken
+        gained = materialize(((action == COLLECT) & self._cell(state.present, row, col)).astype(jnp.int32))
+        taken = self._agent_rows(row, col, gained == 1)  # (size,) rows of the units taken
         delay = jnp.clip(params.regrow_delay, 1, 32767).astype(jnp.int16)
         back = self._pack(state.timer == 1) & state.sources  # units whose delay ends this step
         timer = jnp.where(self._unpack(taken), delay, jnp.maximum(state.timer - 1, 0).astype(jnp.int16))
@@ -253,36 +297,30 @@ class GridWorld(Env):
 
     # -- observation ----------------------------------------------------------------------
 
-    def _view_words(self, rows: jax.Array, r: jax.Array, c: jax.Array, outside: int) -> jax.Array:
-        """(view,) uint32: bit j of word i is cell (r + i - half, c + j - half); `outside` bits beyond the map."""
-        offsets = jnp.arange(self.view, dtype=jnp.int32) - self.half
-        words = jax.vmap(lambda dr: self._word(rows, r + dr))(offsets)
-        padded = words << jnp.uint32(self.half)
-        if outside:
-            off_map = (r + offsets < 0) | (r + offsets >= self.size)
-            padded = jnp.where(off_map, jnp.uint32(0xFFFFFFFF), padded | self._border)
-        return (padded >> c.astype(jnp.uint32)) & jnp.uint32((1 << self.view) - 1)
-
     def get_obs(self, state: EnvState, params: EnvParams | None = None, key: jax.Array | None = None) -> jax.Array:
-        agents = self._agent_rows(state.row, state.col)
-        present = state.present
-        # The centre cell's bit: cleared from the agent plane (that agent is the viewer), alone in the self plane.
-        centre = jnp.where(jnp.arange(self.view) == self.half, jnp.uint32(1 << self.half), jnp.uint32(0))
-
-        def one(r: jax.Array, c: jax.Array) -> jax.Array:
-            words = jnp.stack(
-                [
-                    self._view_words(state.walls, r, c, outside=1),
-                    self._view_words(present, r, c, outside=0),
-                    self._view_words(agents, r, c, outside=0) & ~centre,
-                    centre,
-                ],
-                axis=-1,
-            )  # (view, 4): word [i, ch] holds view row i of channel ch
-            # Channels last straight from the words: no stacking of planes (XLA's concatenate was slow).
-            return ((words[:, None, :] >> self._view_bits[None, :, None]) & jnp.uint32(1)).astype(jnp.uint8)
-
-        obs = jax.vmap(one)(state.row, state.col)  # (agents, view, view, 4)
+        view, half = self.view, self.half
+        row, col = materialize(state.row), materialize(state.col)
+        agents = self._agent_rows(row, col)
+        # 1. Every map row cut to each agent's view columns, the channels in byte lanes: bits j of
+        #    lane ch is cell (m, col + j - half) of channel ch. Padded words put column c at bit c + half.
+        shift = col[:, None].astype(jnp.uint32)  # (agents, 1)
+        window = jnp.uint32((1 << view) - 1)
+        lanes = (
+            ((((state.walls << half) | self._border)[None, :] >> shift) & window)
+            | ((((state.present << half)[None, :] >> shift) & window) << 8)
+            | ((((agents << half)[None, :] >> shift) & window) << 16)
+        )
+        lanes = materialize(lanes)  # (agents, size)
+        # 2. View row i of agent k is map row row[k] + i - half (all wall beyond the map).
+        at = row[:, None] + jnp.arange(view)[None, :] - half  # (agents, view)
+        inside = (at >= 0) & (at < self.size)
+        words = jnp.where(inside, jnp.take_along_axis(lanes, jnp.clip(at, 0, self.size - 1), axis=1), window)
+        # The centre cell is the viewer: alone in the self lane, and not "another agent".
+        centre = jnp.where(jnp.arange(view) == half, jnp.uint32(1 << half), jnp.uint32(0))  # (view,)
+        words = materialize((words & ~(centre << 16)) | (centre << 24))  # (agents, view)
+        # 3. Cell j of a view row is bit j of each lane: four channel bytes in one uint32.
+        cells = (words[:, :, None] >> self._view_bits) & jnp.uint32(0x01010101)  # (agents, view, view)
+        obs = jax.lax.bitcast_convert_type(cells, jnp.uint8)  # (agents, view, view, 4), little-endian lanes
         return obs[0] if self.num_agents == 1 else obs
 
     # -- tests and pictures ------------------------------------------------------------

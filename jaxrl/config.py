@@ -52,7 +52,7 @@ class GridEnvConfig(EnvConfig):
     name: str = "grid"
     size: int = 8  # map side; the map is size x size
     num_agents: int = 1  # agents per world, sharing one policy
-    view: int = 5  # side of each agent's egocentric view (odd)
+    view: int = 5  # side of each agent's egocentric view: 3, 5 or 7
     regrow_delay: int | None = None  # steps until a collected resource is back; None: 20
     reward_collect: float | None = None  # reward per unit collected; None: 1
     reward_step: float | None = None  # reward per agent per step; None: 0

@@ -59,22 +59,32 @@ def test_collect_on_an_empty_cell_earns_nothing_and_step_reward_applies():
 
 
 def test_two_agents_into_one_cell_the_lower_index_gets_it():
-    env = GridWorld(size=4, num_agents=2)
-    state = env.make_state(["0.1.", "....", "....", "...."])
-    _, state, _, _ = step(env, state, [RIGHT, LEFT])
-    assert where(state) == [(0, 1), (0, 2)]
+    env = GridWorld(size=4, num_agents=3)
+    state = env.make_state(["0.1.", "....", "....", ".2.."])
+    _, state, _, _ = step(env, state, [RIGHT, LEFT, UP])
+    assert where(state) == [(0, 1), (0, 2), (2, 1)]
+    state = env.make_state(["2.1.", "....", "....", ".0.."])  # the contest goes by index, not by position
+    _, state, _, _ = step(env, state, [STAY, LEFT, RIGHT])
+    assert where(state) == [(3, 1), (0, 1), (0, 0)]  # agent 1 beats agent 2, which started further left
+    blocked = env.make_state(["0#1.", "....", "....", ".2.."])  # a failed claim is no claim: nobody enters a wall
+    _, state, _, _ = step(env, blocked, [RIGHT, LEFT, STAY])
+    assert where(state) == [(0, 0), (0, 2), (3, 1)]
 
 
-def test_following_works_behind_a_lower_index_and_swaps_fail():
+def test_a_cell_held_at_the_start_of_the_step_cannot_be_entered_no_following_no_swaps():
     env = GridWorld(size=4, num_agents=2)
-    behind_lower = env.make_state(["10..", "....", "....", "...."])
-    _, state, _, _ = step(env, behind_lower, [RIGHT, RIGHT])
-    assert where(state) == [(0, 2), (0, 1)]  # agent 0 moved first, agent 1 took its cell
-    behind_higher = env.make_state(["01..", "....", "....", "...."])
-    _, state, _, _ = step(env, behind_higher, [RIGHT, RIGHT])
-    assert where(state) == [(0, 0), (0, 2)]  # agent 1 had not moved yet when agent 0 tried
+    for picture in (["10..", "....", "....", "...."], ["01..", "....", "....", "...."]):
+        state = env.make_state(picture)
+        before = where(state)
+        _, state, _, _ = step(env, state, [RIGHT, RIGHT])  # the leader moves on, the follower waits a step
+        leader = 0 if picture[0][1] == "0" else 1
+        after = where(state)
+        assert after[leader] == (0, 2) and after[1 - leader] == before[1 - leader]
     swap = env.make_state(["01..", "....", "....", "...."])
     _, state, _, _ = step(env, swap, [RIGHT, LEFT])
+    assert where(state) == [(0, 0), (0, 1)]
+    into_a_stayer = env.make_state(["01..", "....", "....", "...."])
+    _, state, _, _ = step(env, into_a_stayer, [RIGHT, COLLECT])
     assert where(state) == [(0, 0), (0, 1)]
 
 
@@ -91,6 +101,39 @@ def test_the_view_is_egocentric_with_walls_beyond_the_border():
     assert other[1, 0, AGENT] == 1 and other[1, 0, WALL] == 0 and other[1, 1, WALL] == 1  # agent 0, wall (0, 1)
     assert other[1, 2, RESOURCE] == 1 and other[4, 0, WALL] == 1  # resource (0, 2), wall (3, 0)
     assert other[:, 4, WALL].all()  # column 4 is beyond the border
+
+
+def reference_obs(env, state) -> np.ndarray:
+    """The observation cell by cell from the unpacked maps: (agents, view, view, 4)."""
+    walls, present = np.asarray(env._unpack(state.walls)), np.asarray(env._unpack(state.present))
+    rows, cols = np.asarray(state.row), np.asarray(state.col)
+    obs = np.zeros((env.num_agents, env.view, env.view, 4), np.uint8)
+    for k in range(env.num_agents):
+        for i in range(env.view):
+            for j in range(env.view):
+                r, c = rows[k] + i - env.half, cols[k] + j - env.half
+                if not (0 <= r < env.size and 0 <= c < env.size):
+                    obs[k, i, j, WALL] = 1
+                    continue
+                obs[k, i, j, WALL] = walls[r, c]
+                obs[k, i, j, RESOURCE] = present[r, c]
+                obs[k, i, j, AGENT] = any((rows[o], cols[o]) == (r, c) for o in range(env.num_agents) if o != k)
+        obs[k, env.half, env.half, SELF] = 1
+    return obs
+
+
+@pytest.mark.parametrize("size,num_agents,view", [(8, 1, 5), (8, 8, 7), (5, 12, 3), (13, 3, 7), (24, 2, 5)])
+def test_the_observation_matches_a_cell_by_cell_reference_along_random_play(size, num_agents, view):
+    env = GridWorld(size=size, num_agents=num_agents, view=view)
+    params = env.default_params.replace(regrow_delay=3, wall_density=0.3, resource_density=0.4)
+    _, state = env.reset(jax.random.key(size), params)
+    step_fn = jax.jit(env.step)
+    rng = np.random.default_rng(0)
+    for t in range(12):
+        actions = rng.integers(0, 6, num_agents)
+        obs, state, _, _, _, _ = step_fn(jax.random.key(t), state, actions if num_agents > 1 else actions[0], params)
+        got = np.asarray(obs).reshape(num_agents, view, view, 4)
+        np.testing.assert_array_equal(got, reference_obs(env, state))
 
 
 def test_shapes_single_agent_plain_and_multi_agent_with_a_leading_axis():
@@ -158,7 +201,7 @@ def test_truncates_at_the_step_limit_and_never_terminates():
 
 
 @pytest.mark.parametrize(
-    "kwargs", [{"size": 2}, {"view": 4}, {"view": 11}, {"num_agents": 0}, {"size": 4, "num_agents": 9}]
+    "kwargs", [{"size": 2}, {"view": 4}, {"view": 9}, {"num_agents": 0}, {"size": 4, "num_agents": 9}]
 )
 def test_bad_constructor_arguments_are_refused(kwargs):
     with pytest.raises(ValueError, match="grid"):
