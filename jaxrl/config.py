@@ -106,7 +106,7 @@ class DQNConfig:
     name: str = "dqn"  # algorithm id
     lr: float = 2.5e-4  # Adam learning rate (start of the schedule when annealed)
     anneal_lr: bool = False  # decay the learning rate linearly to 0 over training
-    buffer_size: int = 10_000  # replay capacity in transitions per seed (rounded down to whole vector steps)
+    buffer_size: int = 10_000  # replay capacity in transitions per seed, one per agent per env step (rounded down to whole vector steps)
     batch_size: int = 128  # transitions per gradient step
     learning_starts: int = 10_000  # env steps per seed before the first gradient step
     train_freq: int = 4  # env steps per seed (all envs together) per `gradient_steps` gradient steps
@@ -262,11 +262,13 @@ def _validate_dqn(cfg: TrainConfig, a: DQNConfig) -> None:
         raise ConfigError("algo.tau=0 is invalid: the target network would never move (must be in (0, 1])")
     _positive("algo.huber_delta", a.huber_delta)
     vector_steps, _ = dqn_schedule(cfg.num_envs, a.train_freq, a.gradient_steps)
-    rows = a.buffer_size // cfg.num_envs
+    streams = cfg.num_envs * getattr(cfg.env, "num_agents", 1)  # one transition per agent per env step
+    rows = a.buffer_size // streams
     if rows < a.n_step + vector_steps:
+        who = "num_envs * env.num_agents" if streams != cfg.num_envs else "num_envs"
         raise ConfigError(
             f"algo.buffer_size={a.buffer_size} is too small: it must hold at least "
-            f"(algo.n_step + steps per update) * num_envs = {(a.n_step + vector_steps) * cfg.num_envs} transitions"
+            f"(algo.n_step + steps per update) * {who} = {(a.n_step + vector_steps) * streams} transitions"
         )
     if cfg.total_timesteps < vector_steps * cfg.num_envs:
         raise ConfigError(

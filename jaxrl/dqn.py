@@ -35,7 +35,7 @@ class DQNRunner:
     opt_state: Any
     replay: ReplayState
     env_state: Any  # (num_envs, ...) env states
-    obs: jax.Array  # (num_envs, *obs_shape)
+    obs: jax.Array  # (streams, *obs_shape): one row per agent of every world
     key: jax.Array
     episode_return: jax.Array  # (num_envs,) float32
     episode_length: jax.Array  # (num_envs,) int32
@@ -61,12 +61,12 @@ class DQN(Chunked):
     def __init__(self, cfg: TrainConfig, env: Any, env_params: Any):
         self.cfg, self.algo = cfg, cfg.algo
         self.env, self.env_params = env, env_params
-        self.vec = VectorEnv(env, cfg.num_envs)  # one agent per world (the trainer refuses more for DQN)
+        self.vec = VectorEnv(env, cfg.num_envs)  # several agents per world are extra streams, one Q-network
         action_space = env.action_space(env_params)
         if not isinstance(action_space, spaces.Discrete):
             raise ConfigError(f"algo=dqn needs discrete actions; {env.name} has continuous ones (use algo=ppo)")
         self.num_actions = int(action_space.n)
-        obs_space = env.observation_space(env_params)
+        obs_space = self.vec.observation_space(env_params)
         self.obs_shape = tuple(obs_space.shape)
         if self.algo.network == "cnn" and len(self.obs_shape) != 3:
             raise ConfigError(f"algo.network=cnn needs (H, W, C) observations; {env.name} gives {self.obs_shape}")
@@ -81,7 +81,7 @@ class DQN(Chunked):
         self.vector_steps, self.gradient_steps = dqn_schedule(
             cfg.num_envs, self.algo.train_freq, self.algo.gradient_steps
         )
-        self.buffer = ReplayBuffer.for_space(self.algo.buffer_size, cfg.num_envs, obs_space)
+        self.buffer = ReplayBuffer.for_space(self.algo.buffer_size, self.vec.streams, obs_space)
         total_grad_steps = self.num_updates * self.gradient_steps
         lr = optax.linear_schedule(self.algo.lr, 0.0, total_grad_steps) if self.algo.anneal_lr else self.algo.lr
         self.optimizer = optax.chain(optax.clip_by_global_norm(self.algo.max_grad_norm), optax.adam(lr))
@@ -110,7 +110,7 @@ class DQN(Chunked):
         key, net_key, reset_key = jax.random.split(key, 3)
         obs, env_state = self.vec.reset(reset_key, self.env_params)
         params = self.network.init(net_key, obs[:1])
-        n = self.cfg.num_envs
+        n = self.vec.streams
         return DQNRunner(
             params=params,
             target_params=params,

@@ -160,8 +160,7 @@ class PPO(Chunked):
         else:
             num_actions = int(action_space.n)
         self.vec = VectorEnv(env, cfg.num_envs)
-        obs_shape = env.observation_space(env_params).shape
-        obs_shape = obs_shape[1:] if self.vec.num_agents > 1 else obs_shape  # one agent's view
+        obs_shape = tuple(self.vec.observation_space(env_params).shape)  # one agent's view
         if self.algo.network == "cnn" and len(obs_shape) != 3:
             raise ConfigError(f"algo.network=cnn needs (H, W, C) observations; {env.name} gives {obs_shape}")
         self.network = networks.ActorCritic(

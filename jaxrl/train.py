@@ -68,11 +68,6 @@ class Trainer:
         from jaxrl import dqn, ppo
 
         self.cfg = cfg
-        if getattr(env, "num_agents", 1) > 1 and cfg.algo.name != "ppo":
-            raise ConfigError(
-                f"env.num_agents={env.num_agents}: algo={cfg.algo.name} trains one agent per world so far;"
-                " use algo=ppo (agents share its policy) or env.num_agents=1"
-            )
         self.algo = {"ppo": ppo.make_train, "dqn": dqn.make_train}[cfg.algo.name](cfg, env, env_params)
         self.num_updates = self.algo.num_updates
         self.chunk = chunk or max(1, math.ceil(self.num_updates / cfg.num_chunks))  # updates per compiled call

@@ -24,6 +24,16 @@ class VectorEnv:
         self.num_agents = int(getattr(env, "num_agents", 1))
         self.streams = num_envs * self.num_agents
 
+    def observation_space(self, params: Any):
+        """One stream's (one agent's) observation space: the env's without the agent axis."""
+        space = self.env.observation_space(params)
+        if self.num_agents == 1:
+            return space
+        from gymnax.environments import spaces
+
+        strip = lambda bound: bound[0] if jnp.ndim(bound) == len(space.shape) else bound
+        return spaces.Box(strip(space.low), strip(space.high), tuple(space.shape[1:]), space.dtype)
+
     def _flat(self, x: jax.Array) -> jax.Array:
         """(worlds, agents, ...) -> (streams, ...); unchanged with one agent per world."""
         return x if self.num_agents == 1 else x.reshape((self.streams, *x.shape[2:]))

@@ -227,13 +227,17 @@ def test_vector_env_flattens_agents_world_major_and_repeats_world_flags():
     assert (np.asarray(reward) >= 0.5).all()
 
 
-def test_ppo_trains_several_agents_per_world_with_one_shared_policy(tmp_path):
+@pytest.mark.parametrize("algo", ["ppo", "dqn"])
+def test_several_agents_per_world_train_one_shared_network_and_evaluate(algo, tmp_path, capsys):
     import csv
+    import json
 
+    from jaxrl.eval import main as eval_main
     from jaxrl.train import main
 
     run_dir = tmp_path / "agents"
-    args = ["env=grid", "env.num_agents=3", "env.max_steps_in_episode=16", "num_envs=8", "algo.num_steps=16"]
+    args = ["env=grid", "env.num_agents=3", "env.max_steps_in_episode=16", "num_envs=8", f"algo={algo}"]
+    args += ["algo.num_steps=16"] if algo == "ppo" else ["algo.learning_starts=128", "algo.buffer_size=768"]
     assert main([*args, "total_timesteps=1024", "num_chunks=2", f"run_dir={run_dir}", "progress=false"]) == 0
     with open(run_dir / "metrics.csv") as f:
         rows = list(csv.DictReader(f))
@@ -244,6 +248,13 @@ def test_ppo_trains_several_agents_per_world_with_one_shared_policy(tmp_path):
     assert float(last["score"]) == pytest.approx(world, rel=1e-4)  # unit reward per collect, no step reward
     # A chunk is 512 world steps = 64 per world = 4 episodes of 16 steps in each of 8 worlds, x 3 agents.
     assert float(last["episodes"]) == 3 * 8 * 4
+    if algo == "dqn":  # learning ran on the agents' transitions: losses are numbers, not the pre-learning NaN
+        assert all(float(r["loss"]) == float(r["loss"]) for r in rows)
+    capsys.readouterr()
+    assert eval_main([f"run_dir={run_dir}", "episodes=4", "render=none"]) == 0
+    report = json.loads((run_dir / "eval.json").read_text())
+    assert report["algo"] == algo and report["episodes_per_seed"] == 4 and report["unfinished"] == 0
+    assert report["length"]["max"] == 16 and report["return"]["mean"] >= 0
 
 
 def test_play_sums_the_agents_rewards_into_the_world_return():
