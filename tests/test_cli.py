@@ -99,10 +99,10 @@ def test_gymnax_id_runs(tmp_path):
         (["algo.minibatch_size=0"], "algo.minibatch_size=0 is invalid: a positive integer or auto"),
         (["checkpoint.keep=0"], "checkpoint.keep=0 is invalid: must be >= 1"),
         (
-            ["env=grid", "env.num_agents=4", "algo=dqn", "num_envs=8", "algo.buffer_size=100"],
+            ["env=grid", "env.num_agents=4", "algo=dqn", "num_envs=8", "algo.buffer_size=50"],
             (
-                "algo.buffer_size=100 is too small: it must hold at least"
-                " (algo.n_step + steps per update) * num_envs * env.num_agents = 128 transitions"
+                "algo.buffer_size=50 is too small: it must hold at least"
+                " (algo.n_step + steps per update) * num_envs * env.num_agents = 64 transitions"
             ),
         ),
     ],
