@@ -164,15 +164,18 @@ class GridWorld(Env):
                 acc = acc | jnp.where(hit, jnp.uint32(1) << (cell[k] & 15), jnp.uint32(0))
             words.append(acc)
         words = materialize(jnp.stack(words))
-        rows = []
-        for r in range(self.size):
-            bits, done = jnp.uint32(0), 0  # the row's first `done` bits are in place
-            while done < self.size:
-                w, b = divmod(r * self.size + done, 16)
-                bits = bits | ((words[w] >> b) << done)
-                done += 16 - b
-            rows.append(bits & self._full_row)
-        return materialize(jnp.stack(rows))
+        # Row r starts at bit r * size of the board; piece j of it comes from word start // 16 + j.
+        start = np.arange(self.size) * self.size
+        rows = jnp.zeros(self.size, jnp.uint32)
+        for j in range(-(-(self.size + 15) // 16) + 1):
+            index, done = start // 16 + j, 16 * j - start % 16  # the row's bits before this piece
+            use = (done < self.size) & (index < len(words))
+            if not use.any():
+                continue
+            piece = words[np.minimum(index, len(words) - 1)]
+            shifted = piece << np.maximum(done, 0).astype(np.uint32) if j else piece >> (start % 16).astype(np.uint32)
+            rows = rows | jnp.where(use, shifted, jnp.uint32(0))
+        return materialize(rows & self._full_row)
 
     # -- dynamics ---------------------------------------------------------------------
 
@@ -305,12 +308,11 @@ class GridWorld(Env):
         #    lane ch is cell (m, col + j - half) of channel ch. Padded words put column c at bit c + half.
         shift = col[:, None].astype(jnp.uint32)  # (agents, 1)
         window = jnp.uint32((1 << view) - 1)
-        lanes = (
+        lanes = (  # (agents, size); not materialized: the gather below computes only the rows it reads
             ((((state.walls << half) | self._border)[None, :] >> shift) & window)
             | ((((state.present << half)[None, :] >> shift) & window) << 8)
             | ((((agents << half)[None, :] >> shift) & window) << 16)
         )
-        lanes = materialize(lanes)  # (agents, size)
         # 2. View row i of agent k is map row row[k] + i - half (all wall beyond the map).
         at = row[:, None] + jnp.arange(view)[None, :] - half  # (agents, view)
         inside = (at >= 0) & (at < self.size)
