@@ -63,7 +63,7 @@ class GridWorld(Env):
 
     Map: walls (`wall_density`) and resource sources (`resource_density` of the free cells) are
     drawn at every reset; agents start on distinct free cells. Cells beyond the border are walls.
-    Observation: per agent `(view, view, 4)` uint8 centred on the agent, channels: 0 wall (and
+    Observation: per agent `(view, view, 4)` uint8 (view 3, 5 or 7) centred on the agent, channels: 0 wall (and
         beyond the border), 1 resource present, 2 another agent, 3 self (the centre cell).
         With `num_agents=K > 1` every array gains a leading agent axis: `(K, view, view, 4)`.
     Actions: `Discrete(6)` per agent: 0 stay, 1 up (row-1), 2 right (col+1), 3 down (row+1),

@@ -37,8 +37,8 @@ class DQNRunner:
     env_state: Any  # (num_envs, ...) env states
     obs: jax.Array  # (streams, *obs_shape): one row per agent of every world
     key: jax.Array
-    episode_return: jax.Array  # (num_envs,) float32
-    episode_length: jax.Array  # (num_envs,) int32
+    episode_return: jax.Array  # (streams,) float32
+    episode_length: jax.Array  # (streams,) int32
     update: jax.Array  # () int32, updates done
     env_params: Any = None  # EnvParams the envs step with (traced: a curriculum changes them between chunks)
 

@@ -66,9 +66,14 @@ def test_two_agents_into_one_cell_the_lower_index_gets_it():
     state = env.make_state(["2.1.", "....", "....", ".0.."])  # the contest goes by index, not by position
     _, state, _, _ = step(env, state, [STAY, LEFT, RIGHT])
     assert where(state) == [(3, 1), (0, 1), (0, 0)]  # agent 1 beats agent 2, which started further left
-    blocked = env.make_state(["0#1.", "....", "....", ".2.."])  # a failed claim is no claim: nobody enters a wall
+    blocked = env.make_state(["0#1.", "....", "....", ".2.."])  # nobody enters a wall
     _, state, _, _ = step(env, blocked, [RIGHT, LEFT, STAY])
     assert where(state) == [(0, 0), (0, 2), (3, 1)]
+    # A failed move claims nothing: agent 0 walking off the east edge (one past the row's last cell,
+    # the next row's first cell in row-major numbering) does not block agent 1 entering (1, 0).
+    edge = env.make_state(["...0", "....", "1...", ".2.."])
+    _, state, _, _ = step(env, edge, [RIGHT, UP, STAY])
+    assert where(state) == [(0, 3), (1, 0), (3, 1)]
 
 
 def test_a_cell_held_at_the_start_of_the_step_cannot_be_entered_no_following_no_swaps():
@@ -214,6 +219,7 @@ def test_vector_env_flattens_agents_world_major_and_repeats_world_flags():
     env, params = envs.make("grid", size=5, num_agents=3)
     vec = VectorEnv(env, num_envs=2)
     assert vec.streams == 6
+    assert vec.observation_space(params).shape == (5, 5, 4) == env.observation_space(params).shape[1:]
     obs, state = vec.reset(jax.random.key(0), params)
     assert obs.shape == (6, 5, 5, 4)
     per_world = jax.vmap(env.get_obs)(state)  # (2, 3, 5, 5, 4)
@@ -254,7 +260,7 @@ def test_several_agents_per_world_train_one_shared_network_and_evaluate(algo, tm
     assert eval_main([f"run_dir={run_dir}", "episodes=4", "render=none"]) == 0
     report = json.loads((run_dir / "eval.json").read_text())
     assert report["algo"] == algo and report["episodes_per_seed"] == 4 and report["unfinished"] == 0
-    assert report["length"]["max"] == 16 and report["return"]["mean"] >= 0
+    assert report["length"]["max"] == 16
 
 
 def test_play_sums_the_agents_rewards_into_the_world_return():
