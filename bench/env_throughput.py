@@ -13,7 +13,7 @@ ours through gymnax's `step` with one key per env per step, drawn with the actio
 state), with actions drawn the same way.
 
     python -m bench.env_throughput [--sizes 1 64 1024 4096 16384] [--steps 200] [--board 10]
-    python -m bench.env_throughput --env grid [--board 8] [--agents 1 8]
+    python -m bench.env_throughput --env grid [--board 8] [--agents 1 8] [--repeats 3]
 """
 
 from __future__ import annotations
@@ -147,15 +147,21 @@ def xminigrid_empty(board: int, n: int, steps: int):
     return jax.jit(run)
 
 
-def measure(fn, n: int, steps: int, repeats: int = 3) -> float:
-    """Best-of-`repeats` env steps per second, compile excluded."""
-    jax.block_until_ready(fn(jax.random.key(0)))
-    best = float("inf")
+def measure(fns: dict, n: int, steps: int, repeats: int = 3) -> dict[str, float]:
+    """Best-of-`repeats` env steps per second of each compiled run, compile excluded.
+
+    The runs take turns (one timed call each per round), so a slow spell of a shared machine
+    hits all of them alike instead of one run's figures.
+    """
+    for fn in fns.values():
+        jax.block_until_ready(fn(jax.random.key(0)))
+    best = dict.fromkeys(fns, float("inf"))
     for i in range(repeats):
-        t0 = time.perf_counter()
-        jax.block_until_ready(fn(jax.random.key(i + 1)))
-        best = min(best, time.perf_counter() - t0)
-    return n * steps / best
+        for name, fn in fns.items():
+            t0 = time.perf_counter()
+            jax.block_until_ready(fn(jax.random.key(i + 1)))
+            best[name] = min(best[name], time.perf_counter() - t0)
+    return {name: n * steps / seconds for name, seconds in best.items()}
 
 
 def snake_table(args) -> list[dict]:
@@ -171,9 +177,8 @@ def snake_table(args) -> list[dict]:
     print(f"{'n_envs':>8} {'jaxrl':>14} " + " ".join(f"{p:>14}" for p in peers) + "   ratio")
     for n in args.sizes:
         steps = args.steps if n >= 64 else args.steps * 10
-        row = {"n_envs": n, "jaxrl": measure(ours(args.board, n, steps), n, steps)}
-        for name, make in peers.items():
-            row[name] = measure(make(args.board, n, steps), n, steps)
+        runs = {"jaxrl": ours(args.board, n, steps)} | {p: make(args.board, n, steps) for p, make in peers.items()}
+        row = {"n_envs": n, **measure(runs, n, steps, args.repeats)}
         ratio = row["jaxrl"] / row["jumanji"] if "jumanji" in row else float("nan")
         row["ratio_vs_jumanji"] = ratio
         rows.append(row)
@@ -193,13 +198,11 @@ def grid_table(args) -> list[dict]:
     print(f"Grid {args.board}x{args.board}, world steps/s and agent-steps/s (observation consumed)")
     for n in args.sizes:
         steps = args.steps if n >= 64 else args.steps * 10
-        row: dict = {"n_envs": n}
+        runs = {f"jaxrl_{k}_agents": ours_grid(args.board, n, steps, k) for k in args.agents}
+        runs |= {p: make(args.board, n, steps) for p, make in peers.items()}
+        row: dict = {"n_envs": n, **measure(runs, n, steps, args.repeats)}
         for k in args.agents:
-            sps = measure(ours_grid(args.board, n, steps, k), n, steps)
-            row[f"jaxrl_{k}_agents"] = sps
-            row[f"jaxrl_{k}_agents_agent_sps"] = sps * k
-        for name, make in peers.items():
-            row[name] = measure(make(args.board, n, steps), n, steps)
+            row[f"jaxrl_{k}_agents_agent_sps"] = row[f"jaxrl_{k}_agents"] * k
         rows.append(row)
         ours_line = " ".join(
             f"jaxrl {k} agent(s) {row[f'jaxrl_{k}_agents']:,.0f} ({row[f'jaxrl_{k}_agents_agent_sps']:,.0f} agent-steps/s)"
@@ -215,6 +218,7 @@ def main() -> None:
     parser.add_argument("--sizes", type=int, nargs="+", default=None, help="n_envs values")
     parser.add_argument("--steps", type=int, default=200, help="scan length per timed call")
     parser.add_argument("--board", type=int, default=None, help="board side (snake 10, grid 8)")
+    parser.add_argument("--repeats", type=int, default=3, help="timed calls per figure (the best one counts)")
     parser.add_argument("--agents", type=int, nargs="+", default=[1, 8], help="agents per grid world")
     parser.add_argument("--out", default=None, help="default bench/results/env_throughput[_grid].json")
     args = parser.parse_args()
