@@ -22,7 +22,9 @@ def materialize(x: jax.Array) -> jax.Array:
 
     An identity, but XLA's CPU fusion counts an integer remainder as expensive and so does not
     fuse it into consumers that read an element more than once: they read the buffer instead of
-    recomputing x for every element they write.
+    recomputing x for every element they write. It works per env under vmap, where
+    `jaxrl.replay.materialize` (a one-trip while loop that stops all fusion) would become a
+    batched loop; it does not stop fusion into consumers that read each element once.
     """
     return jax.lax.rem(x, jnp.asarray(2**31 - 1, x.dtype))
 
@@ -125,7 +127,7 @@ class GridWorld(Env):
     # recomputes them (unstaged, each of the 800 observation bytes of an 8-agent world redid the moves).
 
     def _lookup(self, rows: jax.Array, r: jax.Array) -> jax.Array:
-        """rows[r] for (size,) row words and any shape of map rows `r` (0 off the map), as selects."""
+        """rows[r] for (size,) row words and any shape of map rows `r` (0 off the map)."""
         inside = (r >= 0) & (r < self.size)
         return jnp.where(inside, rows[jnp.clip(r, 0, self.size - 1)], jnp.uint32(0))
 
@@ -149,10 +151,19 @@ class GridWorld(Env):
     def _agent_rows(self, row: jax.Array, col: jax.Array, which: jax.Array | None = None) -> jax.Array:
         """(size,) uint32 rows with the cells of the agents (those where `which` holds, if given).
 
-        Built as a flat bitboard first (cell i at bit i % 16 of word i // 16; 16 bits so that
-        `materialize` applies): a few operations per agent and word. Each row is then cut from
-        the words that hold it by fixed shifts.
+        Up to 4 agents: every row looks at every agent. More: a flat bitboard first (cell i at
+        bit i % 16 of word i // 16; 16 bits so that `materialize` applies), a few operations per
+        agent and word, then each row is cut from its words by fixed shifts. Measured on the
+        8x8 map: the per-row form is 17% faster with 1 or 2 agents, even with 4, and 12% slower with 8.
         """
+        if self.num_agents <= 4:
+            rows = jnp.zeros(self.size, jnp.uint32)
+            for k in range(self.num_agents):
+                hit = self._rows == row[k]
+                if which is not None:
+                    hit = hit & which[k]
+                rows = rows | jnp.where(hit, jnp.uint32(1) << col[k].astype(jnp.uint32), jnp.uint32(0))
+            return materialize(rows)
         cell = (row * self.size + col).astype(jnp.uint32)
         words = []
         for w in range(-(-self.size * self.size // 16)):

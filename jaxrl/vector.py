@@ -13,6 +13,7 @@ from typing import Any
 
 import jax
 import jax.numpy as jnp
+from gymnax.environments import spaces
 
 
 class VectorEnv:
@@ -29,8 +30,6 @@ class VectorEnv:
         space = self.env.observation_space(params)
         if self.num_agents == 1:
             return space
-        from gymnax.environments import spaces
-
         strip = lambda bound: bound[0] if jnp.ndim(bound) == len(space.shape) else bound
         return spaces.Box(strip(space.low), strip(space.high), tuple(space.shape[1:]), space.dtype)
 
