@@ -39,7 +39,10 @@ def make_env(cfg: TrainConfig) -> tuple[Any, Any]:
 
     fields = {f.name: getattr(cfg.env, f.name) for f in dataclasses.fields(cfg.env) if f.name != "name"}
     ctor = {k: v for k, v in fields.items() if k in ENV_KWARGS.get(cfg.env.name, ())}
-    env, params = envs.make(cfg.env.name, **ctor)
+    try:
+        env, params = envs.make(cfg.env.name, **ctor)
+    except ValueError as e:  # a constructor refusing a setting; its message names the value and what is allowed
+        raise ConfigError(f"env: {e}") from None
     overrides = {k: v for k, v in fields.items() if k not in ctor and v is not None}
     unknown = [k for k in overrides if not hasattr(params, k)]
     if unknown:

@@ -98,6 +98,8 @@ def test_gymnax_id_runs(tmp_path):
         (["algo.minibatch_size=big"], "algo.minibatch_size=big is invalid: a positive integer or auto"),
         (["algo.minibatch_size=0"], "algo.minibatch_size=0 is invalid: a positive integer or auto"),
         (["checkpoint.keep=0"], "checkpoint.keep=0 is invalid: must be >= 1"),
+        (["env=grid", "env.view=9"], "env: grid view must be 3, 5 or 7, got 9"),
+        (["env=grid", "env.num_agents=0"], "env: grid num_agents must be an integer from 1 to size^2/2, got 0"),
         (
             ["env=grid", "env.num_agents=4", "algo=dqn", "num_envs=8", "algo.buffer_size=50"],
             (
