@@ -233,6 +233,17 @@ def test_vector_env_flattens_agents_world_major_and_repeats_world_flags():
     assert (np.asarray(reward) >= 0.5).all()
 
 
+def test_ppo_minibatches_keep_one_agents_size_as_agents_are_added():
+    from jaxrl.cli_config import compose_config
+    from jaxrl.config import ppo_minibatches
+
+    one, _ = compose_config(["env=grid"])
+    eight, _ = compose_config(["env=grid", "env.num_agents=8"])
+    assert ppo_minibatches(one) == 4 and ppo_minibatches(eight) == 32
+    batch = lambda cfg, k: cfg.num_envs * k * cfg.algo.num_steps
+    assert batch(one, 1) // ppo_minibatches(one) == batch(eight, 8) // ppo_minibatches(eight) == 2048
+
+
 @pytest.mark.parametrize("algo", ["ppo", "dqn"])
 def test_several_agents_per_world_train_one_shared_network_and_evaluate(algo, tmp_path, capsys):
     import csv
