@@ -330,11 +330,18 @@ class GridWorld(Env):
         words = jnp.where(inside, jnp.take_along_axis(lanes, jnp.clip(at, 0, self.size - 1), axis=1), window)
         # The centre cell is the viewer: alone in the self lane, and not "another agent".
         centre = jnp.where(jnp.arange(view) == half, jnp.uint32(1 << half), jnp.uint32(0))  # (view,)
-        words = materialize((words & ~(centre << 16)) | (centre << 24))  # (agents, view)
-        # 3. Cell j of a view row is bit j of each lane: four channel bytes in one uint32.
-        cells = (words[:, :, None] >> self._view_bits) & jnp.uint32(0x01010101)  # (agents, view, view)
-        obs = jax.lax.bitcast_convert_type(cells, jnp.uint8)  # (agents, view, view, 4), little-endian lanes
+        # 3. Each view row's cells: four channel bytes per cell.
+        obs = self.expand_view_words(materialize((words & ~(centre << 16)) | (centre << 24)))
         return obs[0] if self.num_agents == 1 else obs
+
+    def expand_view_words(self, words: jax.Array) -> jax.Array:
+        """(agents, view) uint32 view-row words -> (agents, view, view, 4) uint8 observations.
+
+        Bit j of byte lane ch is cell j of channel ch, so each cell's four bytes are one shift and
+        one mask (`bench/env_throughput.py` times this alone as the floor of the multi-agent step).
+        """
+        cells = (words[:, :, None] >> self._view_bits) & jnp.uint32(0x01010101)  # (agents, view, view)
+        return jax.lax.bitcast_convert_type(cells, jnp.uint8)  # little-endian lanes: channel ch is byte ch
 
     # -- tests and pictures ------------------------------------------------------------
 

@@ -1,0 +1,36 @@
+"""The env-throughput benchmark's grid table runs end to end and derives its ratios from its own figures."""
+
+import argparse
+import sys
+
+import jax
+import jax.numpy as jnp
+import pytest
+
+import envs
+from bench import env_throughput
+
+
+def test_grid_table_times_each_agent_count_beside_its_observation_floor(monkeypatch, capsys):
+    monkeypatch.setitem(sys.modules, "navix", None)  # peers count as not installed: ours only
+    monkeypatch.setitem(sys.modules, "xminigrid", None)
+    args = argparse.Namespace(sizes=[8], steps=3, board=6, repeats=1, agents=[1, 3])
+    (row,) = env_throughput.grid_table(args)
+    for k in (1, 3):
+        assert row[f"jaxrl_{k}_agents"] > 0 and row[f"obs_floor_{k}_agents"] > 0
+        assert row[f"jaxrl_{k}_agents_agent_sps"] == pytest.approx(k * row[f"jaxrl_{k}_agents"])
+    assert row["jaxrl_3_agents_ratio"] == pytest.approx(row["jaxrl_3_agents_agent_sps"] / row["jaxrl_1_agents"])
+    assert "navix" not in row
+    out = capsys.readouterr().out
+    assert "navix not installed" in out and "3 agents:" in out and "floor" in out
+
+
+def test_the_floor_writes_the_grids_observation_shape_from_the_grids_expansion():
+    env, _ = envs.make("grid", size=6, num_agents=3)
+    words = jnp.array([[0x01000000 | (1 << 16) | (1 << 9) | 1] * env.view] * 3, jnp.uint32)
+    obs = env.expand_view_words(words)
+    assert obs.shape == (3, env.view, env.view, 4) and obs.dtype == jnp.uint8
+    # Bit j of byte lane ch is cell j of channel ch.
+    assert obs[0, 0, 0].tolist() == [1, 0, 1, 1] and obs[0, 0, 1].tolist() == [0, 1, 0, 0]
+    assert int(obs.sum()) == 3 * env.view * 4
+    assert float(env_throughput.obs_floor_grid(6, 4, 2, 3)(jax.random.key(0))) > 0
