@@ -85,6 +85,14 @@ def jumanji_snake(board: int, n: int, steps: int):
     return jax.jit(run)
 
 
+def grid_actions(key: jax.Array, n: int, num_agents: int) -> tuple[jax.Array, jax.Array]:
+    """(n, num_agents) random grid actions and n PRNG keys from one threefry draw: one random byte
+    per agent, so 8 agents draw 4 words per world and 1 agent 3."""
+    bits = jax.random.bits(key, (n, 2 + -(-num_agents // 4)), jnp.uint32)
+    lanes = jax.lax.bitcast_convert_type(bits[:, 2:], jnp.uint8).reshape(n, -1)[:, :num_agents]
+    return (lanes % 6).astype(jnp.int32), jax.random.wrap_key_data(bits[:, :2])
+
+
 def ours_grid(board: int, n: int, steps: int, num_agents: int = 1):
     env, params = envs.make("grid", size=board, num_agents=num_agents)
 
@@ -93,12 +101,8 @@ def ours_grid(board: int, n: int, steps: int, num_agents: int = 1):
 
         def body(carry, key):
             state, acc = carry
-            # One random byte per agent: 8 agents draw 4 words per world from threefry, 1 agent 3.
-            bits = jax.random.bits(key, (n, 2 + -(-num_agents // 4)), jnp.uint32)
-            lanes = jax.lax.bitcast_convert_type(bits[:, 2:], jnp.uint8).reshape(n, -1)[:, :num_agents]
-            actions = (lanes % env.num_actions).astype(jnp.int32)
+            actions, keys = grid_actions(key, n, num_agents)
             actions = actions[:, 0] if num_agents == 1 else actions
-            keys = jax.random.wrap_key_data(bits[:, :2])
             obs, state, reward, _, _, _ = jax.vmap(env.step, in_axes=(0, 0, 0, None))(keys, state, actions, params)
             return (state, acc + consume(obs) + reward.sum()), None
 
@@ -117,8 +121,8 @@ def obs_floor_grid(board: int, n: int, steps: int, num_agents: int):
     the whole 8-agent step to cost at most twice the single-agent step, and this floor alone
     takes part of that budget.
     """
-    env, params = envs.make("grid", size=board, num_agents=num_agents)
-    mask = jnp.uint32(0x1F1F1F)  # the view-5 lanes of walls, resources and agents
+    env, _ = envs.make("grid", size=board, num_agents=num_agents)
+    mask = jnp.uint32(((1 << env.view) - 1) * 0x010101)  # the view's lanes of walls, resources and agents
 
     def null_step(t, actions):
         t = t + actions.sum() + 1
@@ -128,10 +132,7 @@ def obs_floor_grid(board: int, n: int, steps: int, num_agents: int):
     def run(key):
         def body(carry, key):
             t, acc = carry
-            bits = jax.random.bits(key, (n, 2 + -(-num_agents // 4)), jnp.uint32)
-            lanes = jax.lax.bitcast_convert_type(bits[:, 2:], jnp.uint8).reshape(n, -1)[:, :num_agents]
-            actions = (lanes % env.num_actions).astype(jnp.int32)
-            # The keys the grid's step would get are drawn (above) but unused here.
+            actions, _keys = grid_actions(key, n, num_agents)  # the keys drawn for the grid's step go unused
             obs, t = jax.vmap(null_step)(t, actions)
             return (t, acc + consume(obs)), None
 
@@ -250,13 +251,17 @@ def grid_table(args) -> list[dict]:
         # write alone); their difference is the simulation and the view.
         ms = {k: (1e3 * n / row[f"jaxrl_{k}_agents"], 1e3 * n / row[f"obs_floor_{k}_agents"]) for k in args.agents}
         for k, (step, floor) in ms.items():
-            print(f"{'':>8} {k} agent(s): {step:.3f} ms per step of {n} worlds = floor {floor:.3f} + simulation {step - floor:.3f}")
+            print(
+                f"{'':>8} {k} agent(s): {step:.3f} ms per step of {n} worlds = floor {floor:.3f} + simulation {step - floor:.3f}"
+            )
         for k in (k for k in args.agents if k > 1 and 1 in args.agents):
             row[f"jaxrl_{k}_agents_ratio"] = row[f"jaxrl_{k}_agents_agent_sps"] / row["jaxrl_1_agents"]
             line = f"{'':>8} {k} agents: {row[f'jaxrl_{k}_agents_ratio']:.2f}x the single-agent agent-steps/s"
             if k == 8:  # the target: 8 agents at 4x, i.e. an 8-agent step costing 2 single-agent steps
                 budget = 2 * ms[1][0] - ms[k][1]
-                line += f"; 4x would leave {budget:.3f} ms for their simulation (1 agent's: {ms[1][0] - ms[1][1]:.3f} ms)"
+                line += (
+                    f"; 4x would leave {budget:.3f} ms for their simulation (1 agent's: {ms[1][0] - ms[1][1]:.3f} ms)"
+                )
             print(line, flush=True)
     return rows
 
