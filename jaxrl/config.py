@@ -145,7 +145,7 @@ class TrainConfig:
     seed: int = 0  # base seed; seed i of num_seeds uses fold_in(seed, i)
     num_seeds: int = 1  # independent agents trained side by side in one program (a vmap axis)
     num_envs: int = 4  # parallel envs per seed
-    total_timesteps: float = 5e5  # env steps per seed (accepts 2e6)
+    total_timesteps: float = 5e5  # env steps per seed (accepts 2e6), rounded down to whole updates
     num_chunks: int = 50  # host round-trips over the run: progress lines and metrics rows
     run_dir: str | None = None  # where outputs go; default runs/<env>-<algo>-<time>
     device: str = "auto"  # auto | cpu | gpu | metal

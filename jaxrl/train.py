@@ -245,9 +245,16 @@ def train(cfg: TrainConfig, resolved: Any, resume: Path | None = None) -> dict[s
         print(f"resumed from {checkpoints.path(step)} ({step:,} env steps per seed)", flush=True)
     runner, compile_s = trainer.compile(runner)
     run.compile_s += compile_s
-    print(f"compiled in {compile_s:.1f}s; {trainer.num_updates} updates in chunks of {trainer.chunk}", flush=True)
-
     total_steps = trainer.num_updates * trainer.steps_per_update
+    rounded = (
+        ""
+        if total_steps == int(cfg.total_timesteps)
+        else f" ({total_steps:,} env steps: total_timesteps rounded down to whole updates)"
+    )
+    print(
+        f"compiled in {compile_s:.1f}s; {trainer.num_updates} updates in chunks of {trainer.chunk}{rounded}", flush=True
+    )
+
     start_steps = run.done_updates * trainer.steps_per_update
     progress = Progress(total_steps, cfg.progress, start=start_steps)
     metrics = MetricsCSV(run_dir / "metrics.csv", keep_until=start_steps if resume is not None else None)
