@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from functools import partial
 from typing import Any
 
@@ -17,6 +18,12 @@ def hash32(x: jax.Array) -> jax.Array:
     x = x ^ (x >> 13)
     x = x * jnp.uint32(0xC2B2AE35)
     return x ^ (x >> 16)
+
+
+def whole(x: Any) -> float:
+    """x if it is a whole number, else NaN (so that every range check on it fails)."""
+    x = float(x)
+    return x if math.isfinite(x) and x == int(x) else math.nan
 
 
 def pick(values: tuple[int, ...], index: jax.Array) -> jax.Array:
@@ -52,6 +59,15 @@ class Env(environment.Environment):
         mixed = hash32(words[0] ^ hash32(words[-1] ^ jnp.uint32(salt)))
         draws = hash32(mixed ^ (jnp.arange(count, dtype=jnp.uint32) * jnp.uint32(0x9E3779B9)))
         return (draws >> 8).astype(jnp.float32) * jnp.float32(2.0**-24)
+
+    def check_params(self, params: Any) -> None:
+        """ValueError naming the first parameter out of range and what is allowed; concrete
+        (host) params only. The trainer calls it on the config's and every curriculum phase's."""
+
+    @staticmethod
+    def _require(params: Any, name: str, ok: bool, allowed: str) -> None:
+        if not ok:
+            raise ValueError(f"{name}={getattr(params, name)!r} is invalid: must be {allowed}")
 
     def autoreset_state(self, key: jax.Array, stepped: Any, params: Any) -> Any:
         """The state an episode that just ended continues from: `reset_env`'s, unless a subclass

@@ -14,7 +14,7 @@ import numpy as np
 from flax import struct
 from gymnax.environments import environment, spaces
 
-from envs.base import Env, hash32, pick
+from envs.base import Env, hash32, pick, whole
 
 
 def materialize(x: jax.Array) -> jax.Array:
@@ -78,7 +78,8 @@ class GridWorld(Env):
         moves into (two agents heading for one free cell: the lower index gets it). Agents
         never share a cell, so no two agents can collect one resource.
     Regrowth: a collected source is empty for `regrow_delay` steps (at least 1), then holds a unit again.
-    Termination: never. Truncation: `max_steps_in_episode` steps.
+    Termination: never. Truncation: `max_steps_in_episode` steps, at least `size` (the next
+        episode's map is drawn a row per step during this one; `check_params` refuses fewer).
     Info: `score`, units the world's agents collected this episode (summed over agents).
     """
 
@@ -104,6 +105,20 @@ class GridWorld(Env):
     @property
     def default_params(self) -> EnvParams:
         return EnvParams()
+
+    def check_params(self, params: EnvParams) -> None:
+        req = self._require
+        req(
+            params,
+            "max_steps_in_episode",
+            whole(params.max_steps_in_episode) >= self.size,
+            f"an integer >= size ({self.size}): the next episode's map is drawn a row per step",
+        )
+        req(params, "regrow_delay", 1 <= whole(params.regrow_delay) <= 32767, "an integer from 1 to 32767")
+        for name in ("wall_density", "resource_density"):
+            req(params, name, 0 <= float(getattr(params, name)) <= 1, "in [0, 1]")
+        for name in ("reward_collect", "reward_step"):
+            req(params, name, np.isfinite(float(getattr(params, name))), "a finite number")
 
     @property
     def name(self) -> str:

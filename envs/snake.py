@@ -9,13 +9,15 @@ SIMD across envs; only the observation touches every cell.
 
 from __future__ import annotations
 
+import math
+
 import jax
 import jax.numpy as jnp
 import numpy as np
 from flax import struct
 from gymnax.environments import environment, spaces
 
-from envs.base import Env, pick
+from envs.base import Env, pick, whole
 
 # Row and column offsets of the four actions: 0 up, 1 right, 2 down, 3 left.
 DROW = (-1, 0, 1, 0)
@@ -95,6 +97,12 @@ class Snake(Env):
     @property
     def default_params(self) -> EnvParams:
         return EnvParams(max_steps_in_episode=100 * self.num_cells, hunger_limit=self.num_cells)
+
+    def check_params(self, params: EnvParams) -> None:
+        for name in ("max_steps_in_episode", "hunger_limit"):
+            self._require(params, name, whole(getattr(params, name)) >= 1, "an integer >= 1")
+        for name in ("reward_apple", "reward_death", "reward_step"):
+            self._require(params, name, math.isfinite(float(getattr(params, name))), "a finite number")
 
     @property
     def name(self) -> str:

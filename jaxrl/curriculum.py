@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -68,9 +69,17 @@ def _number(phase: int, key: str, value: Any, field_value: Any) -> Any:
 
 
 def build_phases(
-    curriculum: list[Any], env_name: str, base_params: Any, shape_keys: tuple[str, ...], steps_per_update: int
+    curriculum: list[Any],
+    env_name: str,
+    base_params: Any,
+    shape_keys: tuple[str, ...],
+    steps_per_update: int,
+    check: Callable[[Any], None] | None = None,
 ) -> list[Phase]:
-    """Checked phases with their update ranges; ConfigError naming the first bad phase or key."""
+    """Checked phases with their update ranges; ConfigError naming the first bad phase or key.
+
+    `check` (the env's `check_params`) gets each phase's params and raises ValueError on a value out of range.
+    """
     fields = [f.name for f in dataclasses.fields(base_params)]
     phases, start_steps = [], 0.0
     for i, raw in enumerate(curriculum, start=1):
@@ -92,6 +101,11 @@ def build_phases(
                     f"curriculum phase {i}: {key} is not a parameter of {env_name} (allowed: {', '.join(fields)})"
                 )
             overrides[key] = _number(i, key, value, getattr(base_params, key))
+        if check is not None:
+            try:
+                check(base_params.replace(**overrides))
+            except ValueError as e:
+                raise ConfigError(f"curriculum phase {i}: {e}") from None
         steps = raw.get("steps")
         last = i == len(curriculum)
         if steps is None and not last:

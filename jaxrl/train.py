@@ -47,7 +47,13 @@ def make_env(cfg: TrainConfig) -> tuple[Any, Any]:
     unknown = [k for k in overrides if not hasattr(params, k)]
     if unknown:
         raise ConfigError(f"env.{unknown[0]} is not a parameter of {cfg.env.name}")
-    return env, params.replace(**overrides)
+    params = params.replace(**overrides)
+    if hasattr(env, "check_params"):  # our envs; gymnax's own have no such check
+        try:
+            env.check_params(params)
+        except ValueError as e:  # "name=value is invalid: must be ..."
+            raise ConfigError(f"env.{e}") from None
+    return env, params
 
 
 def nanmean(values: np.ndarray) -> float:
@@ -89,7 +95,14 @@ class Trainer:
         self.curriculum = None
         if cfg.curriculum:
             shape_keys = ENV_KWARGS.get(cfg.env.name, ())
-            phases = build_phases(cfg.curriculum, cfg.env.name, env_params, shape_keys, self.steps_per_update)
+            phases = build_phases(
+                cfg.curriculum,
+                cfg.env.name,
+                env_params,
+                shape_keys,
+                self.steps_per_update,
+                getattr(env, "check_params", None),
+            )
             self.curriculum = Curriculum(phases, env_params)
         run_chunk = lambda runner, n: self.algo.run_chunk(runner, n, self.chunk)
         self._chunk_fn = jax.jit(jax.vmap(run_chunk, in_axes=(0, None)), donate_argnums=0)

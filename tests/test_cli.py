@@ -101,6 +101,19 @@ def test_gymnax_id_runs(tmp_path):
         (["checkpoint.keep=0"], "checkpoint.keep=0 is invalid: must be >= 1"),
         (["env=grid", "env.view=9"], "env: grid view must be 3, 5 or 7, got 9"),
         (["env=grid", "env.num_agents=0"], "env: grid num_agents must be an integer from 1 to size^2/2, got 0"),
+        (["env=grid", "env.wall_density=2"], "env.wall_density=2.0 is invalid: must be in [0, 1]"),
+        (["env=grid", "env.resource_density=-0.1"], "env.resource_density=-0.1 is invalid: must be in [0, 1]"),
+        (
+            ["env=grid", "env.size=12", "env.max_steps_in_episode=10"],
+            "env.max_steps_in_episode=10 is invalid: must be an integer >= size (12)",
+        ),
+        (["env=grid", "env.regrow_delay=0"], "env.regrow_delay=0 is invalid: must be an integer from 1 to 32767"),
+        (["env=grid", "env.reward_collect=nan"], "env.reward_collect=nan is invalid: must be a finite number"),
+        (["env.hunger_limit=0"], "env.hunger_limit=0 is invalid: must be an integer >= 1"),
+        (
+            ["env=grid", "curriculum=[{steps: 1e5, wall_density: 0.3}, {wall_density: 1.5}]"],
+            "curriculum phase 2: wall_density=1.5 is invalid: must be in [0, 1]",
+        ),
         (
             ["env=grid", "env.num_agents=4", "algo=dqn", "num_envs=8", "algo.buffer_size=50"],
             (

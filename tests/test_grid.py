@@ -205,6 +205,17 @@ def test_truncates_at_the_step_limit_and_never_terminates():
         assert not bool(terminated) and bool(truncated) == (t == 6)
 
 
+def test_check_params_accepts_the_defaults_and_refuses_episodes_shorter_than_the_map():
+    for size in (3, 8, 24):
+        env = GridWorld(size=size)
+        env.check_params(env.default_params)
+        env.check_params(env.default_params.replace(max_steps_in_episode=size))
+        with pytest.raises(ValueError, match=f"max_steps_in_episode={size - 1} is invalid"):
+            env.check_params(env.default_params.replace(max_steps_in_episode=size - 1))
+    with pytest.raises(ValueError, match="regrow_delay=2.5 is invalid"):
+        env.check_params(env.default_params.replace(regrow_delay=2.5))
+
+
 @pytest.mark.parametrize(
     "kwargs", [{"size": 2}, {"view": 4}, {"view": 9}, {"num_agents": 0}, {"size": 4, "num_agents": 9}]
 )
