@@ -8,7 +8,7 @@ from typing import Any
 
 import jax
 import jax.numpy as jnp
-from gymnax.environments import environment
+from gymnax.environments import environment, spaces
 
 
 def hash32(x: jax.Array) -> jax.Array:
@@ -32,6 +32,24 @@ def pick(values: tuple[int, ...], index: jax.Array) -> jax.Array:
     for i in range(len(values) - 2, -1, -1):
         out = jnp.where(index == i, jnp.int32(values[i]), out)
     return out
+
+
+class AgentsDiscrete(spaces.Discrete):
+    """One `Discrete(n)` action per agent of a world: shape `(num_agents,)`, int32.
+
+    A subclass of `Discrete` with its `n`, so code that reads `n` sees one agent's choices;
+    `sample` draws every agent's action independently.
+    """
+
+    def __init__(self, n: int, num_agents: int):
+        super().__init__(n)
+        self.shape = (num_agents,)
+
+    def __repr__(self) -> str:
+        return f"AgentsDiscrete({self.n}, num_agents={self.shape[0]})"
+
+    def contains(self, x: jax.Array) -> jax.Array:
+        return jnp.shape(x) == self.shape and jnp.all(super().contains(x))
 
 
 class Env(environment.Environment):

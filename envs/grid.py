@@ -14,7 +14,7 @@ import numpy as np
 from flax import struct
 from gymnax.environments import environment, spaces
 
-from envs.base import Env, hash32, pick, whole
+from envs.base import AgentsDiscrete, Env, hash32, pick, whole
 
 
 def materialize(x: jax.Array) -> jax.Array:
@@ -69,7 +69,8 @@ class GridWorld(Env):
         beyond the border), 1 resource present, 2 another agent, 3 self (the centre cell).
         With `num_agents=K > 1` every array gains a leading agent axis: `(K, view, view, 4)`.
     Actions: `Discrete(6)` per agent: 0 stay, 1 up (row-1), 2 right (col+1), 3 down (row+1),
-        4 left (col-1), 5 collect the resource on the agent's own cell. With K agents, `(K,)`.
+        4 left (col-1), 5 collect the resource on the agent's own cell. With K agents, `(K,)`: one
+        action per agent (`action_space` is then `AgentsDiscrete(6, K)`; a scalar is refused).
     Rewards: per agent, `reward_collect` per unit collected plus `reward_step` every step;
         `()` for one agent, `(K,)` for K.
     Conflicts: all agents move at once. A move fails (the agent stays) when its target is a
@@ -129,7 +130,8 @@ class GridWorld(Env):
         return 6
 
     def action_space(self, params: EnvParams | None = None) -> spaces.Discrete:
-        return spaces.Discrete(6)
+        """`Discrete(6)` for one agent; `AgentsDiscrete(6, K)`, shape `(K,)`, for K agents."""
+        return spaces.Discrete(6) if self.num_agents == 1 else AgentsDiscrete(6, self.num_agents)
 
     def observation_space(self, params: EnvParams | None = None) -> spaces.Box:
         shape = (self.view, self.view, len(CHANNELS))
@@ -206,7 +208,11 @@ class GridWorld(Env):
     # -- dynamics ---------------------------------------------------------------------
 
     def step_env(self, key: jax.Array, state: EnvState, action: jax.Array, params: EnvParams):
-        action = jnp.broadcast_to(jnp.asarray(action, jnp.int32), (self.num_agents,))
+        action = jnp.asarray(action, jnp.int32)
+        if action.shape != (self.num_agents,) and not (self.num_agents == 1 and action.shape == ()):
+            want = "a scalar" if self.num_agents == 1 else f"shape ({self.num_agents},)"
+            raise ValueError(f"grid with num_agents={self.num_agents} takes {want} actions, got shape {action.shape}")
+        action = action.reshape(self.num_agents)
         # All agents move at once (see the class docstring for the conflict rule). Cells are
         # numbered row * size + col, so each pairwise check is one comparison.
         to_row, to_col = state.row + pick(DROW, action), state.col + pick(DCOL, action)

@@ -62,7 +62,7 @@ class DQN(Chunked):
         self.cfg, self.algo = cfg, cfg.algo
         self.env, self.env_params = env, env_params
         self.vec = VectorEnv(env, cfg.num_envs)  # several agents per world are extra streams, one Q-network
-        action_space = env.action_space(env_params)
+        action_space = self.vec.action_space(env_params)  # one agent's
         if not isinstance(action_space, spaces.Discrete):
             raise ConfigError(f"algo=dqn needs discrete actions; {env.name} has continuous ones (use algo=ppo)")
         self.num_actions = int(action_space.n)

@@ -152,14 +152,14 @@ class PPO(Chunked):
     def __init__(self, cfg: TrainConfig, env: Any, env_params: Any):
         self.cfg, self.algo = cfg, cfg.algo
         self.env, self.env_params = env, env_params
-        action_space = env.action_space(env_params)
+        self.vec = VectorEnv(env, cfg.num_envs)  # several agents per world are extra streams, one network
+        action_space = self.vec.action_space(env_params)  # one agent's
         self.continuous = isinstance(action_space, spaces.Box)
         if self.continuous:
             self.action_low, self.action_high = action_space.low, action_space.high
             num_actions = int(math.prod(action_space.shape))
         else:
             num_actions = int(action_space.n)
-        self.vec = VectorEnv(env, cfg.num_envs)
         obs_shape = tuple(self.vec.observation_space(env_params).shape)  # one agent's view
         if self.algo.network == "cnn" and len(obs_shape) != 3:
             raise ConfigError(f"algo.network=cnn needs (H, W, C) observations; {env.name} gives {obs_shape}")

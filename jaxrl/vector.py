@@ -33,6 +33,15 @@ class VectorEnv:
         strip = lambda bound: bound[0] if jnp.ndim(bound) == len(space.shape) else bound
         return spaces.Box(strip(space.low), strip(space.high), tuple(space.shape[1:]), space.dtype)
 
+    def action_space(self, params: Any):
+        """One stream's (one agent's) action space: `Discrete(n)` for an env with an agent axis."""
+        space = self.env.action_space(params)
+        if self.num_agents == 1:
+            return space
+        if not isinstance(space, spaces.Discrete):
+            raise TypeError(f"several agents per world need discrete actions, got {space}")
+        return spaces.Discrete(space.n, dtype=space.dtype)
+
     def _flat(self, x: jax.Array) -> jax.Array:
         """(worlds, agents, ...) -> (streams, ...); unchanged with one agent per world."""
         return x if self.num_agents == 1 else x.reshape((self.streams, *x.shape[2:]))

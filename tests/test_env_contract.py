@@ -35,6 +35,7 @@ def test_compiles_once_over_100_steps(name, kwargs):
     for i in range(100):
         key, act_key, step_key = jax.random.split(key, 3)
         action = env.action_space(params).sample(act_key)
+        assert action.shape == env.action_space(params).shape and bool(env.action_space(params).contains(action))
         obs, state, reward, terminated, truncated, info = step(step_key, state, action)
         assert obs.shape == space.shape and obs.dtype == space.dtype
         assert bool(space.contains(obs)), f"step {i}: observation outside the space"

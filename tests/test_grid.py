@@ -152,6 +152,14 @@ def test_shapes_single_agent_plain_and_multi_agent_with_a_leading_axis():
     assert obs.shape == (3, 7, 7, 4) == many.observation_space(params).shape
     _, _, reward, terminated, _, _ = many.step(jax.random.key(1), state, jnp.array([0, 1, 5]), params)
     assert reward.shape == (3,) and terminated.shape == ()
+    space = many.action_space(params)
+    assert space.shape == (3,) and space.n == 6 and one.action_space(params).shape == ()
+    samples = jax.vmap(space.sample)(jax.random.split(jax.random.key(2), 200))
+    assert samples.shape == (200, 3) and samples.dtype == jnp.int32 and set(np.unique(samples)) == set(range(6))
+    assert (samples[:, 0] != samples[:, 1]).any()  # one draw per agent, not one for the world
+    assert bool(space.contains(jnp.array([0, 5, 2]))) and not bool(space.contains(jnp.array([0, 6, 2])))
+    with pytest.raises(ValueError, match=r"num_agents=3 takes shape \(3,\) actions, got shape \(\)"):
+        many.step(jax.random.key(1), state, 1, params)
 
 
 def test_reset_draws_walls_and_resources_and_distinct_free_start_cells():
@@ -231,17 +239,28 @@ def test_vector_env_flattens_agents_world_major_and_repeats_world_flags():
     vec = VectorEnv(env, num_envs=2)
     assert vec.streams == 6
     assert vec.observation_space(params).shape == (5, 5, 4) == env.observation_space(params).shape[1:]
-    obs, state = vec.reset(jax.random.key(0), params)
-    assert obs.shape == (6, 5, 5, 4)
+    assert vec.action_space(params).shape == () and vec.action_space(params).n == 6
+    # World 0: agent 1 stands on a unit. World 1: agents 0 and 2 do, and its episode ends this step.
+    worlds = [
+        env.make_state(["0.1.2", ".....", ".....", ".....", "....."], timer={(0, 2): 0}),
+        env.make_state([".....", ".....", "0.1.2", ".....", "....."], timer={(2, 0): 0, (2, 4): 0}, time=7),
+    ]
+    state = jax.tree.map(lambda *x: jnp.stack(x), *worlds)
     per_world = jax.vmap(env.get_obs)(state)  # (2, 3, 5, 5, 4)
-    np.testing.assert_array_equal(np.asarray(obs[4]), np.asarray(per_world[1, 1]))  # world 1, agent 1
-    actions = jnp.array([COLLECT, STAY, STAY, STAY, STAY, COLLECT])
-    params = params.replace(max_steps_in_episode=1, reward_step=0.5)
+    params = params.replace(max_steps_in_episode=8, reward_step=0.0)
+    # Streams are world-major: world 0's agents 0, 1, 2, then world 1's.
+    actions = jnp.array([COLLECT, COLLECT, STAY, COLLECT, STAY, COLLECT])
     obs, state, reward, terminated, truncated, info = vec.step(jax.random.key(1), state, actions, params)
-    assert reward.shape == terminated.shape == truncated.shape == (6,)
-    assert np.asarray(truncated).all() and info["world_done"].shape == (2,)
-    assert info["final_observation"].shape == (6, 5, 5, 4)
-    assert (np.asarray(reward) >= 0.5).all()
+    assert reward.tolist() == [0, 1, 0, 1, 0, 1]
+    assert truncated.tolist() == [False] * 3 + [True] * 3 and not terminated.any()
+    assert info["world_done"].tolist() == [False, True]
+    assert obs.shape == info["final_observation"].shape == (6, 5, 5, 4)
+    after = jax.vmap(env.get_obs)(state)  # (2, 3, 5, 5, 4), world 1 already reset
+    np.testing.assert_array_equal(np.asarray(obs[1]), np.asarray(after[0, 1]))
+    np.testing.assert_array_equal(np.asarray(obs[4]), np.asarray(after[1, 1]))
+    np.testing.assert_array_equal(np.asarray(info["final_observation"][:3]), np.asarray(obs[:3]))  # world 0 goes on
+    # Agent 1 of world 0 took its unit: the centre cell of its view has no resource any more.
+    assert per_world[0, 1, 2, 2, RESOURCE] == 1 and obs[1, 2, 2, RESOURCE] == 0
 
 
 def test_ppo_minibatches_keep_one_agents_size_as_agents_are_added():
