@@ -84,6 +84,8 @@ class GridWorld(Env):
     Info: `score`, units the world's agents collected this episode (summed over agents).
     """
 
+    START_SALT = 0x5EED_0003  # start cells; reset's maps hash the key with RESET_SALT, steps with STEP_SALT
+
     def __init__(self, size: int = 8, num_agents: int = 1, view: int = 5):
         super().__init__()
         if not isinstance(size, int) or isinstance(size, bool) or not 3 <= size <= 24:
@@ -289,7 +291,7 @@ class GridWorld(Env):
     def _start(self, key: jax.Array, walls, sources, next_walls, next_sources) -> EnvState:
         """A new episode on the given map: agents on distinct uniform cells, cleared of walls and sources."""
         n = self.size * self.size
-        u = self.uniform(key, self.RESET_SALT, self.num_agents)
+        u = self.uniform(key, self.START_SALT, self.num_agents)
         starts = jnp.minimum((u * n).astype(jnp.int32), n - 1)
         cells = []
         for k in range(self.num_agents):  # linear probing past earlier agents' cells: distinct
@@ -402,6 +404,17 @@ class GridWorld(Env):
             next_walls=pack(walls),
             next_sources=pack(sources),
         )
+
+    def render_text(self, state: EnvState) -> str:
+        """The map as text for a terminal, in `make_state`'s letters: `#` wall, `R` a unit present,
+        `0`-`9` agents (`@` from the eleventh on), `.` empty, inside a frame."""
+        walls, present = np.asarray(self._unpack(state.walls)), np.asarray(self._unpack(state.present))
+        chars = np.full((self.size, self.size), ".", dtype="<U1")
+        chars[walls], chars[present] = "#", "R"
+        for k, (r, c) in enumerate(zip(np.asarray(state.row).tolist(), np.asarray(state.col).tolist())):
+            chars[r, c] = str(k) if k < 10 else "@"
+        edge = "+" + "-" * self.size + "+"
+        return "\n".join([edge, *("|" + "".join(row) + "|" for row in chars), edge])
 
     def render_rgb(self, state: EnvState) -> jax.Array:
         """(size, size, 3) uint8 picture: grey walls, gold resources, blue agents (agent 0 brighter)."""

@@ -1,9 +1,10 @@
 """`python -m jaxrl.eval run_dir=DIR [episodes=100] [greedy=true] ...`: play a trained run's checkpoint on device.
 
 Loads the newest readable checkpoint (or `step=N`), plays `episodes` episodes per seed in one
-compiled loop, prints mean/median/max return (and score for Snake), writes `eval.json` and,
-for envs that draw themselves (Snake), `replay.gif` of the best episode. `render=terminal`
-plays that episode in the terminal instead.
+compiled loop, prints mean/median/max return (and score for Snake and the grid), writes
+`eval.json` and, for envs that draw themselves (Snake, the grid), `replay.gif` of the best
+episode. `render=terminal` plays that episode in the terminal instead. With several agents per
+world an episode's return is the world's (the sum over its agents); `return_per_agent` is beside it.
 """
 
 from __future__ import annotations
@@ -149,6 +150,10 @@ def evaluate(args: dict[str, Any]) -> dict[str, Any]:
         "unfinished": int((~out["finished"]).sum()),
         "seconds": seconds,
     }
+    agents = int(getattr(env, "num_agents", 1))
+    if agents > 1:  # "return" is the world's (summed over its agents)
+        result["agents_per_world"] = agents
+        result["return_per_agent"] = describe(out["return"] / agents)
     if has_score:
         result["score"] = describe(out["score"])
         result["score_per_seed"] = out["score"].mean(axis=1).tolist()
@@ -165,7 +170,8 @@ def evaluate(args: dict[str, Any]) -> dict[str, Any]:
     if has_score:
         result["best"]["score"] = float(out["score"][seed, index])
 
-    if args["render"] != "none" and hasattr(env, "render_rgb"):
+    drawer = {"gif": "render_rgb", "terminal": "render_text"}.get(args["render"])
+    if drawer is not None and hasattr(env, drawer):
         r = jax.tree.map(lambda x: x[seed], runner)
         length = int(out["length"][seed, index])
         policy = algo.runner_policy(r, greedy)
@@ -180,11 +186,12 @@ def evaluate(args: dict[str, Any]) -> dict[str, Any]:
             path = Path(args["out"]).expanduser() if args["out"] else run_dir / "replay.gif"
             save_gif(np.asarray(frames), path, args["fps"])
             result["replay"] = str(path)
-        elif hasattr(env, "render_text"):
+        else:
             play_in_terminal(env, frames, length, args["fps"])
-    elif args["render"] != "none":
+    elif drawer is not None:
         result["replay"] = None
-        print(f"note: {cfg.env.name} does not draw itself; no replay", file=sys.stderr)
+        how = "as a picture" if args["render"] == "gif" else "as text"
+        print(f"note: {cfg.env.name} does not draw itself {how}; no replay", file=sys.stderr)
     (run_dir / "eval.json").write_text(json.dumps(result, indent=2) + "\n")
     return result
 
@@ -203,6 +210,10 @@ def play_in_terminal(env: Any, states: Any, length: int, fps: int) -> None:
 def report(result: dict[str, Any]) -> None:
     r = result["return"]
     line = f"return mean {r['mean']:.2f} | median {r['median']:.2f} | max {r['max']:.2f}"
+    if "return_per_agent" in result:
+        agents = result["agents_per_world"]
+        line = f"world return ({agents} agents) mean {r['mean']:.2f} | median {r['median']:.2f} | max {r['max']:.2f}"
+        line += f" || per agent mean {result['return_per_agent']['mean']:.2f}"
     if "score" in result:
         s = result["score"]
         line += f" || score mean {s['mean']:.2f} | median {s['median']:.2f} | max {s['max']:.2f}"

@@ -333,6 +333,8 @@ def train(cfg: TrainConfig, resolved: Any, resume: Path | None = None) -> dict[s
     summary.update(interrupted=interrupted, device=devices[0].platform, run_dir=str(run_dir), checkpoint=str(saved))
     write_json(run_dir / "summary.json", summary)
     final = f"final return {summary['final_return']:.2f}" if summary["final_return"] is not None else ""
+    if summary.get("final_world_return") is not None:
+        final += f" per agent, {summary['final_world_return']:.2f} per world"
     if summary.get("final_score") is not None:
         final += f", final score {summary['final_score']:.2f}"
     print(
@@ -368,6 +370,9 @@ def summarize(cfg: TrainConfig, run: RunProgress, steps_per_update: int) -> dict
         summary["final_return"] = last.get("episode_return", math.nan)
         seeds = [episode_means({k: v[s] for k, v in per_seed.items()}) for s in range(cfg.num_seeds)]
         summary["final_return_per_seed"] = [m["episode_return"] for m in seeds]
+        if "world_return" in last:  # several agents per world: final_return is per agent
+            summary["final_world_return"] = last["world_return"]
+            summary["final_world_return_per_seed"] = [m["world_return"] for m in seeds]
         if "score" in last:
             summary["final_score"] = last["score"]
             summary["final_score_per_seed"] = [m["score"] for m in seeds]

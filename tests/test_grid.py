@@ -290,18 +290,31 @@ def test_several_agents_per_world_train_one_shared_network_and_evaluate(algo, tm
         rows = list(csv.DictReader(f))
     last = rows[-1]
     assert int(last["env_steps"]) == 1024  # world steps; the learner saw 3 transitions per world step
-    per_agent, world = float(last["episode_return"]), float(last["world_return"])
-    assert world == pytest.approx(3 * per_agent, rel=1e-4)  # a world's return sums its agents'
-    assert float(last["score"]) == pytest.approx(world, rel=1e-4)  # unit reward per collect, no step reward
+    # A world's return sums its agents' rewards; the env's own score counts the world's units
+    # (one unit of reward per collect, no step reward), so the two must agree.
+    assert float(last["score"]) == pytest.approx(float(last["world_return"]), rel=1e-4)
+    assert float(last["world_return"]) > 0 and last["episode_return"] != last["world_return"]
     # A chunk is 512 world steps = 64 per world = 4 episodes of 16 steps in each of 8 worlds, x 3 agents.
     assert float(last["episodes"]) == 3 * 8 * 4
     if algo == "dqn":  # learning ran on the agents' transitions: losses are numbers, not the pre-learning NaN
         assert all(float(r["loss"]) == float(r["loss"]) for r in rows)
-    capsys.readouterr()
-    assert eval_main([f"run_dir={run_dir}", "episodes=4", "render=none"]) == 0
+    summary = json.loads((run_dir / "summary.json").read_text())
+    assert summary["final_world_return"] == pytest.approx(3 * summary["final_return"], rel=1e-4)
+    assert "per agent" in capsys.readouterr().out
+    assert eval_main([f"run_dir={run_dir}", "episodes=4", "render=terminal", "fps=1000"]) == 0
+    out = capsys.readouterr().out
     report = json.loads((run_dir / "eval.json").read_text())
     assert report["algo"] == algo and report["episodes_per_seed"] == 4 and report["unfinished"] == 0
-    assert report["length"]["max"] == 16
+    assert report["length"]["max"] == 16 and report["agents_per_world"] == 3
+    assert report["return_per_agent"]["mean"] == pytest.approx(report["return"]["mean"] / 3, rel=1e-5)
+    assert "world return (3 agents) mean" in out and "step 16/16" in out and out.count("+--------+") >= 32
+
+
+def test_render_text_draws_the_map_in_make_states_letters():
+    env = GridWorld(size=5, num_agents=2)
+    picture = ["#....", ".R.0.", "..#..", "1....", "....#"]
+    text = env.render_text(env.make_state(picture)).splitlines()
+    assert text[0] == text[-1] == "+-----+" and [line[1:-1] for line in text[1:-1]] == picture
 
 
 def test_play_sums_the_agents_rewards_into_the_world_return():
