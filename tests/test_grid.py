@@ -346,6 +346,25 @@ def test_ppo_with_the_grid_cnn_beats_random(tmp_path):
     assert trained > 3 * random_return + 1, (trained, random_return)
 
 
+def test_dqn_with_the_tuned_grid_config_beats_random():
+    """The tuned DQN grid config (MLP Q-network, 3-step targets) learns to collect within 5e5 steps."""
+    from jaxrl.cli_config import compose_config
+    from jaxrl.dqn import make_train
+    from jaxrl.evaluate import play
+    from jaxrl.train import make_env
+    from tests.test_ppo import final_mean
+
+    cfg, _ = compose_config(["env=grid", "algo=dqn", "env.max_steps_in_episode=64", "total_timesteps=5e5"])
+    assert cfg.num_envs == 64 and cfg.algo.n_step == 3
+    env, params = make_env(cfg)
+    dqn = make_train(cfg, env, params)
+    runner, stats = jax.jit(dqn.train)(jax.random.key(0))
+    trained = final_mean(stats)  # epsilon-greedy, epsilon 0.05 by then
+    uniform = lambda obs, key: jax.random.randint(key, (obs.shape[0],), 0, 6)
+    random_return = float(jax.jit(lambda k: play(env, params, uniform, k, 1000))(jax.random.key(1))["return"].mean())
+    assert trained > 3 * random_return + 1, (trained, random_return)
+
+
 def test_gymnax_wrappers_work_with_one_agent_per_world():
     from gymnax.wrappers import FlattenObservationWrapper, LogWrapper
 
