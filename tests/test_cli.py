@@ -115,7 +115,8 @@ def test_gymnax_id_runs(tmp_path):
             "curriculum phase 2: wall_density=1.5 is invalid: must be in [0, 1]",
         ),
         (
-            ["env=grid", "env.num_agents=4", "algo=dqn", "num_envs=8", "algo.buffer_size=50"],
+            ["env=grid", "env.num_agents=4", "algo=dqn", "num_envs=8", "algo.n_step=1", "algo.train_freq=8"]
+            + ["algo.buffer_size=50"],
             (
                 "algo.buffer_size=50 is too small: it must hold at least"
                 " (algo.n_step + steps per update) * num_envs * env.num_agents = 64 transitions"
