@@ -8,6 +8,7 @@ from typing import Any
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 from gymnax.environments import environment, spaces
 
 
@@ -20,10 +21,19 @@ def hash32(x: jax.Array) -> jax.Array:
     return x ^ (x >> 16)
 
 
+INT32_MAX = 2**31 - 1  # env parameters are int32 and float32 inside the compiled step
+
+
 def whole(x: Any) -> float:
-    """x if it is a whole number, else NaN (so that every range check on it fails)."""
+    """x if it is a whole number that fits int32, else NaN (so that every range check on it fails)."""
     x = float(x)
-    return x if math.isfinite(x) and x == int(x) else math.nan
+    return x if math.isfinite(x) and x == int(x) and abs(x) <= INT32_MAX else math.nan
+
+
+def finite32(x: Any) -> bool:
+    """Whether x is a finite float32 (1e39 is not: it becomes inf inside the step)."""
+    with np.errstate(over="ignore"):
+        return bool(np.isfinite(np.float32(float(x))))
 
 
 def pick(values: tuple[int, ...], index: jax.Array) -> jax.Array:

@@ -14,7 +14,7 @@ import numpy as np
 from flax import struct
 from gymnax.environments import environment, spaces
 
-from envs.base import AgentsDiscrete, Env, hash32, pick, whole
+from envs.base import INT32_MAX, AgentsDiscrete, Env, finite32, hash32, pick, whole
 
 
 def materialize(x: jax.Array) -> jax.Array:
@@ -115,13 +115,13 @@ class GridWorld(Env):
             params,
             "max_steps_in_episode",
             whole(params.max_steps_in_episode) >= self.size,
-            f"an integer >= size ({self.size}): the next episode's map is drawn a row per step",
+            f"an integer from size ({self.size}) to {INT32_MAX}: the next episode's map is drawn a row per step",
         )
         req(params, "regrow_delay", 1 <= whole(params.regrow_delay) <= 32767, "an integer from 1 to 32767")
         for name in ("wall_density", "resource_density"):
             req(params, name, 0 <= float(getattr(params, name)) <= 1, "in [0, 1]")
         for name in ("reward_collect", "reward_step"):
-            req(params, name, np.isfinite(float(getattr(params, name))), "a finite number")
+            req(params, name, finite32(getattr(params, name)), "a finite float32")
 
     @property
     def name(self) -> str:
@@ -212,8 +212,10 @@ class GridWorld(Env):
     def step_env(self, key: jax.Array, state: EnvState, action: jax.Array, params: EnvParams):
         action = jnp.asarray(action, jnp.int32)
         if action.shape != (self.num_agents,) and not (self.num_agents == 1 and action.shape == ()):
-            want = "a scalar" if self.num_agents == 1 else f"shape ({self.num_agents},)"
-            raise ValueError(f"grid with num_agents={self.num_agents} takes {want} actions, got shape {action.shape}")
+            want = (
+                "a scalar action (or shape (1,))" if self.num_agents == 1 else f"actions of shape ({self.num_agents},)"
+            )
+            raise ValueError(f"grid with num_agents={self.num_agents} takes {want}, got shape {action.shape}")
         action = action.reshape(self.num_agents)
         # All agents move at once (see the class docstring for the conflict rule). Cells are
         # numbered row * size + col, so each pairwise check is one comparison.

@@ -9,15 +9,13 @@ SIMD across envs; only the observation touches every cell.
 
 from __future__ import annotations
 
-import math
-
 import jax
 import jax.numpy as jnp
 import numpy as np
 from flax import struct
 from gymnax.environments import environment, spaces
 
-from envs.base import Env, pick, whole
+from envs.base import INT32_MAX, Env, finite32, pick, whole
 
 # Row and column offsets of the four actions: 0 up, 1 right, 2 down, 3 left.
 DROW = (-1, 0, 1, 0)
@@ -100,9 +98,9 @@ class Snake(Env):
 
     def check_params(self, params: EnvParams) -> None:
         for name in ("max_steps_in_episode", "hunger_limit"):
-            self._require(params, name, whole(getattr(params, name)) >= 1, "an integer >= 1")
+            self._require(params, name, whole(getattr(params, name)) >= 1, f"an integer from 1 to {INT32_MAX}")
         for name in ("reward_apple", "reward_death", "reward_step"):
-            self._require(params, name, math.isfinite(float(getattr(params, name))), "a finite number")
+            self._require(params, name, finite32(getattr(params, name)), "a finite float32")
 
     @property
     def name(self) -> str:

@@ -249,10 +249,16 @@ def dqn_schedule(num_envs: int, train_freq: int, gradient_steps: int) -> tuple[i
     """(vector env steps, gradient steps) per DQN update; ConfigError when they cannot be whole numbers."""
     if train_freq >= num_envs:
         if train_freq % num_envs:
-            raise ConfigError(f"algo.train_freq={train_freq} must be a multiple of num_envs={num_envs} (or divide it)")
+            raise ConfigError(
+                f"algo.train_freq={train_freq} must be a multiple of num_envs={num_envs} (or divide it),"
+                f" e.g. algo.train_freq={num_envs}"
+            )
         return train_freq // num_envs, gradient_steps
     if num_envs % train_freq:
-        raise ConfigError(f"algo.train_freq={train_freq} must divide num_envs={num_envs} (or be a multiple of it)")
+        raise ConfigError(
+            f"algo.train_freq={train_freq} must divide num_envs={num_envs} (or be a multiple of it),"
+            f" e.g. algo.train_freq={num_envs}"
+        )
     return 1, gradient_steps * num_envs // train_freq
 
 

@@ -105,11 +105,20 @@ def test_gymnax_id_runs(tmp_path):
         (["env=grid", "env.resource_density=-0.1"], "env.resource_density=-0.1 is invalid: must be in [0, 1]"),
         (
             ["env=grid", "env.size=12", "env.max_steps_in_episode=10"],
-            "env.max_steps_in_episode=10 is invalid: must be an integer >= size (12)",
+            "env.max_steps_in_episode=10 is invalid: must be an integer from size (12) to 2147483647",
         ),
         (["env=grid", "env.regrow_delay=0"], "env.regrow_delay=0 is invalid: must be an integer from 1 to 32767"),
-        (["env=grid", "env.reward_collect=nan"], "env.reward_collect=nan is invalid: must be a finite number"),
-        (["env.hunger_limit=0"], "env.hunger_limit=0 is invalid: must be an integer >= 1"),
+        (["env=grid", "env.reward_collect=nan"], "env.reward_collect=nan is invalid: must be a finite float32"),
+        (["env=grid", "env.reward_step=1e39"], "env.reward_step=1e+39 is invalid: must be a finite float32"),
+        (
+            ["env.max_steps_in_episode=3000000000"],
+            "env.max_steps_in_episode=3000000000 is invalid: must be an integer from 1 to 2147483647",
+        ),
+        (
+            ["env=grid", "algo=dqn", "num_envs=100"],
+            "algo.train_freq=64 must divide num_envs=100 (or be a multiple of it), e.g. algo.train_freq=100",
+        ),
+        (["env.hunger_limit=0"], "env.hunger_limit=0 is invalid: must be an integer from 1 to 2147483647"),
         (
             ["env=grid", "curriculum=[{steps: 1e5, wall_density: 0.3}, {wall_density: 1.5}]"],
             "curriculum phase 2: wall_density=1.5 is invalid: must be in [0, 1]",

@@ -158,7 +158,7 @@ def test_shapes_single_agent_plain_and_multi_agent_with_a_leading_axis():
     assert samples.shape == (200, 3) and samples.dtype == jnp.int32 and set(np.unique(samples)) == set(range(6))
     assert (samples[:, 0] != samples[:, 1]).any()  # one draw per agent, not one for the world
     assert bool(space.contains(jnp.array([0, 5, 2]))) and not bool(space.contains(jnp.array([0, 6, 2])))
-    with pytest.raises(ValueError, match=r"num_agents=3 takes shape \(3,\) actions, got shape \(\)"):
+    with pytest.raises(ValueError, match=r"num_agents=3 takes actions of shape \(3,\), got shape \(\)"):
         many.step(jax.random.key(1), state, 1, params)
 
 
@@ -358,7 +358,7 @@ def test_dqn_with_the_tuned_grid_config_beats_random():
     assert cfg.num_envs == 64 and cfg.algo.n_step == 3
     env, params = make_env(cfg)
     dqn = make_train(cfg, env, params)
-    runner, stats = jax.jit(dqn.train)(jax.random.key(0))
+    _, stats = jax.jit(dqn.train)(jax.random.key(0))
     trained = final_mean(stats)  # epsilon-greedy, epsilon 0.05 by then
     uniform = lambda obs, key: jax.random.randint(key, (obs.shape[0],), 0, 6)
     random_return = float(jax.jit(lambda k: play(env, params, uniform, k, 1000))(jax.random.key(1))["return"].mean())
