@@ -85,12 +85,12 @@ def jumanji_snake(board: int, n: int, steps: int):
     return jax.jit(run)
 
 
-def grid_actions(key: jax.Array, n: int, num_agents: int) -> tuple[jax.Array, jax.Array]:
-    """(n, num_agents) random grid actions and n PRNG keys from one threefry draw: one random byte
+def grid_actions(key: jax.Array, n: int, num_agents: int, num_actions: int) -> tuple[jax.Array, jax.Array]:
+    """(n, num_agents) random actions and n PRNG keys from one threefry draw: one random byte
     per agent, so 8 agents draw 4 words per world and 1 agent 3."""
     bits = jax.random.bits(key, (n, 2 + -(-num_agents // 4)), jnp.uint32)
     lanes = jax.lax.bitcast_convert_type(bits[:, 2:], jnp.uint8).reshape(n, -1)[:, :num_agents]
-    return (lanes % 6).astype(jnp.int32), jax.random.wrap_key_data(bits[:, :2])
+    return (lanes % num_actions).astype(jnp.int32), jax.random.wrap_key_data(bits[:, :2])
 
 
 def ours_grid(board: int, n: int, steps: int, num_agents: int = 1):
@@ -101,7 +101,7 @@ def ours_grid(board: int, n: int, steps: int, num_agents: int = 1):
 
         def body(carry, key):
             state, acc = carry
-            actions, keys = grid_actions(key, n, num_agents)
+            actions, keys = grid_actions(key, n, num_agents, env.num_actions)
             actions = actions[:, 0] if num_agents == 1 else actions
             obs, state, reward, _, _, _ = jax.vmap(env.step, in_axes=(0, 0, 0, None))(keys, state, actions, params)
             return (state, acc + consume(obs) + reward.sum()), None
@@ -132,7 +132,9 @@ def obs_floor_grid(board: int, n: int, steps: int, num_agents: int):
     def run(key):
         def body(carry, key):
             t, acc = carry
-            actions, _keys = grid_actions(key, n, num_agents)  # the keys drawn for the grid's step go unused
+            actions, _keys = grid_actions(
+                key, n, num_agents, env.num_actions
+            )  # the keys drawn for the grid's step go unused
             obs, t = jax.vmap(null_step)(t, actions)
             return (t, acc + consume(obs)), None
 

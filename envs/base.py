@@ -59,7 +59,7 @@ class AgentsDiscrete(spaces.Discrete):
         return f"AgentsDiscrete({self.n}, num_agents={self.shape[0]})"
 
     def contains(self, x: jax.Array) -> jax.Array:
-        return jnp.shape(x) == self.shape and jnp.all(super().contains(x))
+        return jnp.logical_and(jnp.shape(x) == self.shape, jnp.all(super().contains(x)))
 
 
 class Env(environment.Environment):

@@ -209,10 +209,9 @@ def play_in_terminal(env: Any, states: Any, length: int, fps: int) -> None:
 
 def report(result: dict[str, Any]) -> None:
     r = result["return"]
-    line = f"return mean {r['mean']:.2f} | median {r['median']:.2f} | max {r['max']:.2f}"
+    label = f"world return ({result['agents_per_world']} agents)" if "return_per_agent" in result else "return"
+    line = f"{label} mean {r['mean']:.2f} | median {r['median']:.2f} | max {r['max']:.2f}"
     if "return_per_agent" in result:
-        agents = result["agents_per_world"]
-        line = f"world return ({agents} agents) mean {r['mean']:.2f} | median {r['median']:.2f} | max {r['max']:.2f}"
         line += f" || per agent mean {result['return_per_agent']['mean']:.2f}"
     if "score" in result:
         s = result["score"]
