@@ -346,7 +346,8 @@ def train(cfg: TrainConfig, resolved: Any, resume: Path | None = None) -> dict[s
 
 
 def summarize(cfg: TrainConfig, run: RunProgress, steps_per_update: int) -> dict[str, Any]:
-    """Summary figures; final_* are means over the finished episodes of the last ~10% of chunks, all seeds."""
+    """Summary figures; final_* are means over the finished episodes of the last ~10% of chunks, all
+    seeds (widened back to the last chunks that finished an episode, when episodes outlast that span)."""
     from jaxrl.runlog import episode_means
 
     summary: dict[str, Any] = {
@@ -363,7 +364,10 @@ def summarize(cfg: TrainConfig, run: RunProgress, steps_per_update: int) -> dict
         "final_return": math.nan,
     }
     if run.history:
-        tail = run.history[-max(1, math.ceil(0.1 * len(run.history))) :]
+        span = max(1, math.ceil(0.1 * len(run.history)))
+        while span < len(run.history) and not np.sum([chunk["episodes"] for chunk in run.history[-span:]]):
+            span += 1
+        tail = run.history[-span:]
         keys = [k for k in tail[0] if k != "env_steps"]
         per_seed = {k: np.array([chunk[k] for chunk in tail]).T for k in keys}  # (seeds, chunks)
         last = episode_means(per_seed)

@@ -189,3 +189,21 @@ def test_minibatch_size_auto_is_the_largest_divisor_giving_enough_minibatches(
     assert batch // ppo_minibatches(cfg) == expected_size
     assert batch % expected_size == 0 and batch // expected_size >= num_minibatches
     assert PPO(cfg, *make_env(cfg)).minibatch_size == expected_size
+
+
+def test_final_figures_reach_back_to_the_last_chunks_that_finished_an_episode():
+    from jaxrl.train import RunProgress, summarize
+
+    cfg, _ = compose_config(["env=snake"])
+    chunk = lambda episodes, ret: {
+        "env_steps": 0,
+        "return_sum": [ret],
+        "length_sum": [10.0 * episodes],
+        "episodes": [episodes],
+    }
+    # 20 chunks: the last ~10% (2 chunks) finished no episode; chunk 16 finished 2 with return 3 each.
+    history = [chunk(4, 4.0)] * 15 + [chunk(2, 6.0)] + [chunk(0, 0.0)] * 4
+    summary = summarize(cfg, RunProgress(done_updates=20, train_s=1.0, history=history), 64)
+    assert summary["final_return"] == 3.0 and summary["final_return_per_seed"] == [3.0]
+    history[-1] = chunk(1, 7.0)  # an episode in the last 10%: only that span counts
+    assert summarize(cfg, RunProgress(done_updates=20, train_s=1.0, history=history), 64)["final_return"] == 7.0
