@@ -35,17 +35,18 @@ def jaxrl_dqn_sps(updates: int) -> tuple[float, float]:
     import jax
 
     from jaxrl.cli_config import compose_config
-    from jaxrl.train import Trainer, make_env
+    from jaxrl.config import make_env
+    from jaxrl.driver import Program
 
     cfg, _ = compose_config(["env=snake", "algo=dqn", f"algo.learning_starts={0}"])  # time learning updates only
     env, params = make_env(cfg)
-    trainer = Trainer(cfg, env, params, chunk=updates)
-    runner, compile_s = trainer.compile()
-    runner, _ = trainer.run_chunk(runner, updates)  # warm-up: fills part of the replay
+    program = Program(cfg, env, params, chunk=updates)
+    runner, compile_s = program.compile()
+    runner, _ = program.run_chunk(runner, updates)  # warm-up: fills part of the replay
     t0 = time.perf_counter()
-    runner, _ = trainer.run_chunk(runner, updates)
+    runner, _ = program.run_chunk(runner, updates)
     jax.block_until_ready(runner)
-    return updates * trainer.steps_per_update / (time.perf_counter() - t0), compile_s
+    return updates * program.steps_per_update / (time.perf_counter() - t0), compile_s
 
 
 def main() -> None:

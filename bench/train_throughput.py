@@ -18,7 +18,8 @@ import jax
 
 from bench.machine import describe
 from jaxrl.cli_config import compose_config
-from jaxrl.train import Trainer, make_env
+from jaxrl.config import make_env
+from jaxrl.driver import Program
 
 
 def main() -> None:
@@ -38,16 +39,16 @@ def main() -> None:
     cfg, _ = compose_config(overrides)
     env, env_params = make_env(cfg)
     if args.updates is None:
-        args.updates = max(20, 300_000 // Trainer(cfg, env, env_params).steps_per_update)
-    trainer = Trainer(cfg, env, env_params, chunk=args.updates)  # one timed chunk of exactly this many updates
+        args.updates = max(20, 300_000 // Program(cfg, env, env_params).steps_per_update)
+    program = Program(cfg, env, env_params, chunk=args.updates)  # one timed chunk of exactly this many updates
 
-    runner, compile_s = trainer.compile()
-    runner, _ = trainer.run_chunk(runner, 1)  # warm-up (first-call allocations)
+    runner, compile_s = program.compile()
+    runner, _ = program.run_chunk(runner, 1)  # warm-up (first-call allocations)
     t0 = time.perf_counter()
-    runner, _stats = trainer.run_chunk(runner, args.updates)
+    runner, _stats = program.run_chunk(runner, args.updates)
     jax.block_until_ready(runner)
     dt = time.perf_counter() - t0
-    steps = args.updates * trainer.steps_per_update * cfg.num_seeds
+    steps = args.updates * program.steps_per_update * cfg.num_seeds
     sps = steps / dt
     print(
         f"{args.algo.upper()} on {cfg.env.name}: {sps:,.0f} env steps/s ({steps:,} steps in {dt:.1f}s); compile {compile_s:.1f}s"
@@ -58,7 +59,7 @@ def main() -> None:
         "env": cfg.env.name,
         "overrides": overrides,
         "num_envs": cfg.num_envs,
-        "steps_per_update": trainer.steps_per_update,
+        "steps_per_update": program.steps_per_update,
         "network": cfg.algo.network,
         "hidden": list(cfg.algo.hidden),
         "sps": sps,

@@ -1,5 +1,20 @@
-"""Pure-JAX environments in the gymnax 1.0 API, and `make` for them and for gymnax's own ids."""
+"""Pure-JAX environments in the gymnax 1.0 API; `make`, `register` and `spec` for them and every gymnax id."""
 
-from envs.registry import UnknownEnvError, make, registered_names
+from envs.grid import GridWorld
+from envs.registry import EnvSettingError, EnvSpec, UnknownEnvError, make, register, registered_names, spec
+from envs.snake import Snake
 
-__all__ = ["UnknownEnvError", "make", "registered_names"]
+register("snake", Snake)
+register("grid", GridWorld)
+
+__all__ = [
+    "EnvSettingError",
+    "EnvSpec",
+    "GridWorld",
+    "Snake",
+    "UnknownEnvError",
+    "make",
+    "register",
+    "registered_names",
+    "spec",
+]

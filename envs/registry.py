@@ -1,32 +1,158 @@
-"""One `make(name, **kwargs)` for our envs and every gymnax id."""
+"""One descriptor per env: `register(name, factory)` is the whole registration.
+
+From the factory alone the library derives what it needs of an env:
+- its constructor settings (the factory's keyword arguments): they fix array shapes, so they
+  are compiled in and cannot change between curriculum phases or on resume (`shape_keys`);
+- its `EnvParams` fields with their defaults: traced values, settable from the command line
+  (`env.<field>=...`) and per curriculum phase (`param_fields`);
+- its value checks (`check_params`, when the env has one);
+- the command line's schema for the `env` group (`schema()`), and tuned defaults per
+  algorithm (`tuned`), beside the packaged `configs/tuned/<algo>_<env>.yaml` files.
+
+Every gymnax id is registered the same way, through `gymnax.make`.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any
+import dataclasses
+import functools
+import inspect
+import types
+from collections.abc import Callable, Mapping
+from typing import Any, Optional
 
 import gymnax
 
-from envs.grid import GridWorld
-from envs.snake import Snake
-
-OUR_ENVS: dict[str, Callable[..., Any]] = {"snake": Snake, "grid": GridWorld}
-
 
 class UnknownEnvError(ValueError):
-    """An env name that is neither ours nor a gymnax id."""
+    """An env name that is neither registered nor a gymnax id."""
+
+
+class EnvSettingError(ValueError):
+    """An env setting out of range; the message is "name=value is invalid: must be ..."."""
+
+
+SETTABLE = (bool, int, float, str)  # value types a command line can set
+
+
+@dataclasses.dataclass(frozen=True)
+class EnvSpec:
+    """A registered env: its name, how to build it, and tuned run defaults per algorithm."""
+
+    name: str
+    factory: Callable[..., Any]  # keyword settings -> env (a gymnax Environment), or (env, env_params)
+    tuned: Mapping[str, Mapping[str, Any]] = dataclasses.field(default_factory=dict)  # algo -> config overrides
+
+    def build(self, **settings: Any) -> tuple[Any, Any]:
+        """(env, default env_params) for these constructor settings; ValueError when it cannot be built."""
+        try:
+            made = self.factory(**settings)
+        except ValueError:
+            raise
+        except Exception as e:  # noqa: BLE001  (e.g. a gymnax env that downloads data, offline)
+            reason = (str(e).strip().splitlines() or [""])[0][:200]
+            raise ValueError(f"{self.name} could not be built ({type(e).__name__}: {reason})") from None
+        env, params = made if isinstance(made, tuple) else (made, made.default_params)
+        return env, params
+
+    @functools.cached_property
+    def _defaults(self) -> tuple[Any, Any]:
+        return self.build()
+
+    @functools.cached_property
+    def shape_keys(self) -> dict[str, Any]:
+        """Constructor settings and their defaults: compiled in, they fix array shapes."""
+        target = type(self._defaults[0]) if _is_gymnax(self.factory) else self.factory
+        keys = {}
+        for p in inspect.signature(target).parameters.values():
+            if p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD) and p.default is not p.empty:
+                keys[p.name] = p.default
+        return keys
+
+    @functools.cached_property
+    def param_fields(self) -> dict[str, Any]:
+        """`EnvParams` fields a config can set, with the defaults of the default env (traced values)."""
+        params = self._defaults[1]
+        values = {f.name: getattr(params, f.name) for f in dataclasses.fields(params)}
+        return {k: v for k, v in values.items() if isinstance(v, SETTABLE) and k not in self.shape_keys}
+
+    def schema(self) -> type:
+        """The `env` config group's dataclass: name, constructor settings (with their defaults), and every
+        EnvParams field as optional (None keeps the env's own default, which may depend on the settings)."""
+        fields: list[tuple[str, Any, Any]] = [("name", str, dataclasses.field(default=self.name))]
+        for key, default in self.shape_keys.items():
+            fields.append((key, Optional[_type_of(default)], dataclasses.field(default=default)))  # noqa: UP045
+        for key, default in self.param_fields.items():
+            fields.append((key, Optional[_type_of(default)], dataclasses.field(default=None)))  # noqa: UP045
+        title = "".join(c for c in self.name.title() if c.isalnum()) + "EnvConfig"
+        return dataclasses.make_dataclass(title, fields, namespace={"__doc__": f"Settings of the {self.name} env."})
+
+    def make(self, **settings: Any) -> tuple[Any, Any]:
+        """(env, env_params) with constructor settings and EnvParams overrides (None: the default) applied
+        and checked: ValueError from the constructor, EnvSettingError for a parameter out of range."""
+        ctor = {k: v for k, v in settings.items() if k in self.shape_keys}
+        overrides = {k: v for k, v in settings.items() if k not in ctor and v is not None}
+        env, params = self.build(**ctor)
+        unknown = [k for k in overrides if not hasattr(params, k)]
+        if unknown:
+            raise EnvSettingError(f"{unknown[0]} is not a parameter of {self.name}")
+        params = params.replace(**overrides)
+        self.check(env, params)
+        return env, params
+
+    @staticmethod
+    def check(env: Any, params: Any) -> None:
+        """EnvSettingError naming the first parameter out of range (envs with a `check_params`)."""
+        check = getattr(env, "check_params", None)
+        if check is not None:
+            try:
+                check(params)
+            except ValueError as e:
+                raise EnvSettingError(str(e)) from None
+
+
+def _type_of(value: Any) -> type:
+    return bool if isinstance(value, bool) else type(value) if isinstance(value, SETTABLE) else Any
+
+
+def _is_gymnax(factory: Callable[..., Any]) -> bool:
+    return isinstance(factory, functools.partial) and factory.func is gymnax.make
+
+
+_ENVS: dict[str, EnvSpec] = {}  # registered, in registration order
+_GYMNAX: dict[str, EnvSpec] = {}  # gymnax ids described on first use
+
+
+def register(
+    name: str, factory: Callable[..., Any], tuned: Mapping[str, Mapping[str, Any]] | None = None
+) -> EnvSpec:
+    """Register an env under `name` for `make`, `python -m jaxrl.train env=<name>` and `jaxrl.train(env=...)`.
+
+    `factory(**settings)` returns a gymnax `Environment` (or `(env, env_params)`); its keyword
+    arguments become the env's constructor settings. `tuned` maps an algorithm name to config
+    overrides used as that pair's defaults (`{"ppo": {"num_envs": 256, "algo": {"lr": 3e-4}}}`).
+    """
+    if not isinstance(name, str) or not name or any(c in name for c in "=,[]{}' \""):
+        raise ValueError(f"env name {name!r} is invalid: a non-empty string without spaces, quotes, = , [ ] {{ }}")
+    found = EnvSpec(name, factory, types.MappingProxyType(dict(tuned or {})))
+    _ENVS[name] = found
+    return found
 
 
 def registered_names() -> list[str]:
-    """Our env names first, then every gymnax id."""
-    return list(OUR_ENVS) + [n for n in gymnax.registered_envs if n not in OUR_ENVS]
+    """Registered names (ours first, in registration order), then every other gymnax id."""
+    return list(_ENVS) + [n for n in gymnax.registered_envs if n not in _ENVS]
+
+
+def spec(name: str) -> EnvSpec:
+    """The descriptor of `name` (gymnax ids are described on first use); UnknownEnvError otherwise."""
+    if name in _ENVS:
+        return _ENVS[name]
+    if name in gymnax.registered_envs:
+        return _GYMNAX.setdefault(name, EnvSpec(name, functools.partial(gymnax.make, name)))
+    raise UnknownEnvError(f"unknown env {name!r}; valid names: {', '.join(registered_names())}")
 
 
 def make(name: str, **kwargs: Any) -> tuple[Any, Any]:
-    """Build `(env, env_params)` for one of our envs or any gymnax id."""
-    if name in OUR_ENVS:
-        env = OUR_ENVS[name](**kwargs)
-        return env, env.default_params
-    if name in gymnax.registered_envs:
-        return gymnax.make(name, **kwargs)
-    raise UnknownEnvError(f"unknown env {name!r}; valid names: {', '.join(registered_names())}")
+    """Build `(env, env_params)` for a registered env or any gymnax id (constructor settings as kwargs)."""
+    return spec(name).build(**kwargs)

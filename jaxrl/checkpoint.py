@@ -22,10 +22,12 @@ from typing import Any
 import jax
 import numpy as np
 
-FORMAT = 1
+from jaxrl.config import ConfigError
+
+FORMAT = 2  # 2: runners hold their envs as one `Streams` record (jaxrl.rollout)
 
 
-class CheckpointError(ValueError):
+class CheckpointError(ConfigError):
     """No usable checkpoint; the message is one line."""
 
 
@@ -107,8 +109,14 @@ class Checkpointer:
         return self._manager.restore(step, args=ocp.args.Composite(meta=ocp.args.JsonRestore()))["meta"]
 
     def restore(self, step: int, abstract: Any) -> tuple[Any, dict[str, Any]]:
-        """(runner, meta) of checkpoint `step`, shaped like `abstract`."""
+        """(runner, meta) of checkpoint `step`, shaped like `abstract`; CheckpointError for another format."""
         ocp = self._ocp
+        saved_format = self.read_meta(step).get("format")
+        if saved_format != FORMAT:
+            raise CheckpointError(
+                f"checkpoint {self.path(step)} has format {saved_format}; this jaxrl reads format {FORMAT}"
+                " (train it again, or evaluate it with the jaxrl version that wrote it)"
+            )
         target = jax.tree.map(_zeros_like_saved, abstract)
         restored = self._manager.restore(
             step,
@@ -125,6 +133,8 @@ class Checkpointer:
             try:
                 runner, meta = self.restore(step, abstract)
                 return step, runner, meta
+            except CheckpointError:
+                raise
             except Exception as e:  # noqa: BLE001  (orbax/tensorstore raise many types for damaged files)
                 reason = (str(e).strip().splitlines() or [type(e).__name__])[0][:200]
                 warn(f"warning: checkpoint {self.path(step)} is unreadable ({reason}); trying an older one")

@@ -5,23 +5,47 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from jaxrl.config import DQNConfig, EnvConfig, GridEnvConfig, PPOConfig, SnakeEnvConfig, TrainConfig, validate
+from jaxrl.config import ConfigError, TrainConfig, validate
 
-ALGOS = {"ppo": PPOConfig, "dqn": DQNConfig}
 PRESETS = ("fast", "heavy", "beast")
-ENV_SCHEMAS = {"snake": SnakeEnvConfig, "grid": GridEnvConfig}
+DEFAULT_ENV = "snake"  # configs/config.yaml's env default
 
 
-def _register(env_names: list[str]) -> None:
+def _register(env_name: str) -> None:
+    """Put the base schema, every algorithm's schema and this env's schema (and tuned defaults) in Hydra's store."""
     from hydra.core.config_store import ConfigStore
+
+    import envs
+    from jaxrl.algorithm import algorithms
 
     cs = ConfigStore.instance()
     cs.store(name="base_config", node=TrainConfig)
-    for name, schema in ALGOS.items():
-        cs.store(group="algo", name=name, node=schema)
-    for name in env_names:
-        node = ENV_SCHEMAS[name]() if name in ENV_SCHEMAS else EnvConfig(name=name)
-        cs.store(group="env", name=name, node=node)
+    for name, spec in algorithms().items():
+        cs.store(group="algo", name=name, node=spec.config)
+    spec = envs.spec(env_name)
+    cs.store(group="env", name=env_name, node=spec.schema())
+    packaged = _packaged_tuned()
+    for algo, overrides in spec.tuned.items():
+        if f"{algo}_{env_name}" not in packaged:  # a shipped tuned file wins over a registration's
+            cs.store(group="tuned", name=f"{algo}_{env_name}", node=dict(overrides), package="_global_")
+
+
+def _packaged_tuned() -> set[str]:
+    from importlib.resources import files
+
+    return {p.name[: -len(".yaml")] for p in files("jaxrl.configs.tuned").iterdir() if p.name.endswith(".yaml")}
+
+
+def env_schema(env_name: str) -> Any:
+    """A default instance of the env group's schema (UsageError for an unknown or unbuildable env)."""
+    import envs
+
+    try:
+        return envs.spec(env_name).schema()()
+    except envs.UnknownEnvError:
+        raise UsageError(f"unknown env '{env_name}'; valid: {', '.join(envs.registered_names())}") from None
+    except ValueError as e:
+        raise UsageError(f"env={env_name}: {e}") from None
 
 
 def _group_choice(overrides: list[str], group: str) -> str | None:
@@ -48,7 +72,7 @@ def _one_line(error: Exception) -> str:
     return f"{outer}{': ' + text if text != outer else ''}"
 
 
-class UsageError(ValueError):
+class UsageError(ConfigError):
     """Bad command-line input; the message is one line."""
 
 
@@ -58,25 +82,23 @@ def compose_config(overrides: list[str]) -> tuple[TrainConfig, Any]:
     from hydra.core.global_hydra import GlobalHydra
     from omegaconf import OmegaConf
 
-    import envs
+    from jaxrl.algorithm import algorithms
     from jaxrl.config import ConfigError
 
-    names = envs.registered_names()
-    env_name = _group_choice(overrides, "env")
-    if env_name is not None and env_name not in names:
-        raise UsageError(f"unknown env '{env_name}'; valid: {', '.join(names)}")
-    algo = _group_choice(overrides, "algo")
-    if algo is not None and algo not in ALGOS:
-        raise UsageError(f"unknown algo '{algo}'; valid: {', '.join(ALGOS)}")
     for item in overrides:
         if "=" not in item:
             raise UsageError(f"bad argument '{item}': expected key=value (see `python -m jaxrl.train --help`)")
+    env_name = _group_choice(overrides, "env") or DEFAULT_ENV
+    env_schema(env_name)
+    algo = _group_choice(overrides, "algo")
+    if algo is not None and algo not in algorithms():
+        raise UsageError(f"unknown algo '{algo}'; valid: {', '.join(algorithms())}")
     preset = _group_choice(overrides, "preset")
     if preset is not None and preset not in PRESETS:
         raise UsageError(f"unknown preset '{preset}'; valid: {', '.join(PRESETS)}")
     if preset is not None and (algo or "ppo") != "ppo":
         raise UsageError(f"preset={preset} sets PPO's rollout and minibatches; it does not apply to algo={algo}")
-    _register(names)
+    _register(env_name)
     GlobalHydra.instance().clear()
     try:
         with initialize_config_module(config_module="jaxrl.configs", version_base=None):
@@ -104,6 +126,7 @@ def resume_config(run_dir, overrides: list[str], flag: str = "resume") -> tuple[
 
     from omegaconf import OmegaConf
 
+    from jaxrl.algorithm import get as get_algorithm
     from jaxrl.config import ConfigError
 
     run_dir = Path(run_dir)
@@ -120,8 +143,7 @@ def resume_config(run_dir, overrides: list[str], flag: str = "resume") -> tuple[
     try:
         saved = OmegaConf.load(run_dir / "config.yaml")
         env_name, algo_name = str(saved.env.name), str(saved.algo.name)
-        env = ENV_SCHEMAS[env_name]() if env_name in ENV_SCHEMAS else EnvConfig(name=env_name)
-        schema = OmegaConf.structured(TrainConfig(env=env, algo=ALGOS[algo_name]()))
+        schema = OmegaConf.structured(TrainConfig(env=env_schema(env_name), algo=get_algorithm(algo_name).config()))
         base = OmegaConf.merge(schema, saved)
         saved_typed = OmegaConf.to_object(base)
     except Exception as e:  # noqa: BLE001  (a damaged or foreign config.yaml)

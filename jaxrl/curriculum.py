@@ -145,3 +145,15 @@ class Curriculum:
         """Traced env params of a phase (the config's own without a curriculum)."""
         params = self.base_params if phase is None else self.base_params.replace(**phase.overrides)
         return traced(params, like=self.base_params)
+
+
+def for_config(cfg: Any, env: Any, env_params: Any, steps_per_update: int) -> Curriculum | None:
+    """The run's curriculum (None without one); ConfigError naming the first bad phase or key."""
+    if not cfg.curriculum:
+        return None
+    import envs
+
+    shape_keys = tuple(envs.spec(cfg.env.name).shape_keys)
+    check = getattr(env, "check_params", None)
+    phases = build_phases(cfg.curriculum, cfg.env.name, env_params, shape_keys, steps_per_update, check)
+    return Curriculum(phases, env_params)

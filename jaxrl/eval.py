@@ -1,10 +1,15 @@
-"""`python -m jaxrl.eval run_dir=DIR [episodes=100] [greedy=true] ...`: play a trained run's checkpoint on device.
+"""Evaluation, one path for the CLI and the Python API: play a run's policy on device, report, replay.
 
-Loads the newest readable checkpoint (or `step=N`), plays `episodes` episodes per seed in one
-compiled loop, prints mean/median/max return (and score for Snake and the grid), writes
+`python -m jaxrl.eval run_dir=DIR [episodes=100] [greedy=true] ...` and `Run.evaluate()` load
+the newest readable checkpoint (or `step=N`), play `episodes` episodes per seed in one
+compiled loop, report mean/median/max return (and score for Snake and the grid), write
 `eval.json` and, for envs that draw themselves (Snake, the grid), `replay.gif` of the best
-episode. `render=terminal` plays that episode in the terminal instead. With several agents per
-world an episode's return is the world's (the sum over its agents); `return_per_agent` is beside it.
+episode, re-simulated exactly. `render=terminal` plays that episode in the terminal instead.
+With several agents per world an episode's return is the world's (the sum over its agents);
+`return_per_agent` is beside it.
+
+`play` and `record` act through the algorithm's stateful policy `(params, carry, obs, key) ->
+(carry, action)`, so a recurrent policy evaluates with the same code.
 """
 
 from __future__ import annotations
@@ -16,8 +21,11 @@ import time
 from pathlib import Path
 from typing import Any
 
+import jax
+import jax.numpy as jnp
 import numpy as np
 
+from jaxrl.algorithm import PolicyFn
 from jaxrl.checkpoint import CheckpointError
 from jaxrl.cli_config import UsageError
 from jaxrl.config import ConfigError
@@ -96,103 +104,207 @@ def save_gif(frames: np.ndarray, path: Path, fps: int) -> None:
     tmp.replace(path)
 
 
-def evaluate(args: dict[str, Any]) -> dict[str, Any]:
-    import jax
+def default_max_steps(env_params: Any) -> int:
+    """The env's own episode limit, else a generous guard."""
+    return int(getattr(env_params, "max_steps_in_episode", 100_000))
 
-    from jaxrl.checkpoint import Checkpointer
-    from jaxrl.cli_config import resume_config
-    from jaxrl.evaluate import default_max_steps, play, record
-    from jaxrl.train import Trainer, make_env
 
-    run_dir = Path(args["run_dir"]).expanduser()
-    cfg, _, _ = resume_config(run_dir, [], flag="run_dir")
-    env, env_params = make_env(cfg)
-    trainer = Trainer(cfg, env, env_params)
-    algo = trainer.algo
-    checkpoints = Checkpointer(run_dir / "checkpoints")
-    warn = lambda line: print(line, file=sys.stderr, flush=True)
-    try:
-        if args["step"] is None:
-            step, runner, _ = checkpoints.restore_latest(trainer.abstract_runner(), warn=warn)
-        else:
-            if args["step"] not in checkpoints.steps():
-                have = ", ".join(map(str, checkpoints.steps())) or "none"
-                raise CheckpointError(f"step={args['step']} has no checkpoint in {run_dir}; saved steps: {have}")
-            step = args["step"]
-            runner, _ = checkpoints.restore(step, trainer.abstract_runner())
-    finally:
-        checkpoints.close()
+def _start(env: Any, env_params: Any, key: jax.Array, num_episodes: int, carry: Any) -> dict[str, Any]:
+    reset_key, key = jax.random.split(key)
+    obs, state = jax.vmap(env.reset, in_axes=(0, None))(jax.random.split(reset_key, num_episodes), env_params)
+    zeros = jnp.zeros(num_episodes, jnp.float32)
+    return {
+        "t": jnp.zeros((), jnp.int32),
+        "key": key,
+        "obs": obs,
+        "state": state,
+        "alive": jnp.ones(num_episodes, bool),
+        "return": zeros,
+        "length": jnp.zeros(num_episodes, jnp.int32),
+        "score": zeros,
+        "carry": carry,
+    }
 
-    episodes, greedy = args["episodes"], args["greedy"]
-    keys = jax.random.split(jax.random.key(args["seed"]), cfg.num_seeds)
+
+def _advance(env: Any, env_params: Any, policy: PolicyFn, params: Any, c: dict[str, Any]) -> dict[str, Any]:
+    """Every env steps once; episodes that already ended stop counting."""
+    num_episodes = c["alive"].shape[0]
+    agents = int(getattr(env, "num_agents", 1))
+    key, act_key, step_key = jax.random.split(c["key"], 3)
+    obs = c["obs"]
+    if agents > 1:  # every agent acts with the shared policy; the world's return sums theirs
+        obs = obs.reshape((num_episodes * agents, *obs.shape[2:]))
+    carry, action = policy(params, c["carry"], obs, act_key)
+    if agents > 1:
+        action = action.reshape(num_episodes, agents)
+    obs, state, reward, terminated, truncated, info = jax.vmap(env.step, in_axes=(0, 0, 0, None))(
+        jax.random.split(step_key, num_episodes), c["state"], action, env_params
+    )
+    alive = c["alive"]
+    reward = reward.reshape(num_episodes, -1).sum(axis=1)
+    ended = alive & (terminated | truncated)
+    score = jnp.where(ended, info["score"].astype(jnp.float32), c["score"]) if "score" in info else c["score"]
+    return {
+        "t": c["t"] + 1,
+        "key": key,
+        "obs": obs,
+        "state": state,
+        "alive": alive & ~ended,
+        "return": c["return"] + jnp.where(alive, reward, 0.0),
+        "length": c["length"] + alive,
+        "score": score,
+        "carry": carry,
+    }
+
+
+def reports_score(env: Any, env_params: Any) -> bool:
+    """Whether the env's step info carries a `score` (checked on shapes only)."""
+
+    def probe(key: jax.Array):
+        _, state = env.reset(key, env_params)
+        return env.step(key, state, env.action_space(env_params).sample(key), env_params)[-1]
+
+    return "score" in jax.eval_shape(probe, jax.random.key(0))
+
+
+def play(
+    env: Any,
+    env_params: Any,
+    policy: PolicyFn,
+    params: Any,
+    key: jax.Array,
+    num_episodes: int,
+    max_steps: int | None = None,
+    carry: Any = None,
+) -> dict[str, jax.Array]:
+    """`num_episodes` episodes side by side, one env each, acting with `policy(params, carry, obs, key)`.
+
+    `carry` is the policy's initial carry for every stream (None: feed-forward). Returns
+    {"return", "length", "finished"} and "score" when the env reports one, each (num_episodes,).
+    """
+    max_steps = default_max_steps(env_params) if max_steps is None else int(max_steps)
+    out = jax.lax.while_loop(
+        lambda c: c["alive"].any() & (c["t"] < max_steps),
+        lambda c: _advance(env, env_params, policy, params, c),
+        _start(env, env_params, key, num_episodes, carry),
+    )
+    result = {"return": out["return"], "length": out["length"], "finished": ~out["alive"]}
+    return {**result, "score": out["score"]} if reports_score(env, env_params) else result
+
+
+def record(
+    env: Any,
+    env_params: Any,
+    policy: PolicyFn,
+    params: Any,
+    key: jax.Array,
+    num_episodes: int,
+    index: int,
+    length: int,
+    render: Any,
+    carry: Any = None,
+) -> jax.Array:
+    """Frames `render(state)` (any pytree) of episode `index` of the same `play(...)` call (same key, batch
+    and policy), one per step.
+
+    `length` is that episode's length from `play`; the frames show the state before each of
+    its `length` actions (the auto-reset after the last one is not shown).
+    """
+    pick = lambda c: render(jax.tree.map(lambda x: x[index], c["state"]))
+
+    def step(c, _):
+        c = _advance(env, env_params, policy, params, c)
+        return c, pick(c)
+
+    c = _start(env, env_params, key, num_episodes, carry)
+    first = pick(c)
+    _, rest = jax.lax.scan(step, c, None, length=max(length - 1, 0))
+    return jax.tree.map(lambda a, b: jnp.concatenate([a[None], b]), first, rest)
+
+
+def evaluate(
+    run: Any,
+    episodes: int = 100,
+    greedy: bool = True,
+    seed: int = 0,
+    step: int | None = None,
+    render: str = "gif",
+    fps: int = 10,
+    out: str | Path | None = None,
+) -> dict[str, Any]:
+    """Play `episodes` episodes per seed of a run's checkpoint (`jaxrl.api.Run`), write eval.json (and the
+    replay); the figures as a dict. CheckpointError when `step` has no checkpoint."""
+    step, runner, program = run.restore(step)
+    env, algo, cfg = program.env, program.algo, run.config
+    keys = jax.random.split(jax.random.key(seed), cfg.num_seeds)
     # The env params the agent trained with last (a curriculum's final phase), carried in the runner.
-    env_params = jax.tree.map(lambda x: np.asarray(x[0]), runner.env_params)
-    max_steps = default_max_steps(env_params)
+    env_params = jax.tree.map(lambda x: np.asarray(x[0]), runner.envs.params)
+    policy, params = algo.policy(greedy), algo.policy_params(runner)
+    carry = algo.initial_carry(episodes * program.agents_per_world)
 
-    def one_seed(r, k):
-        return play(env, r.env_params, algo.runner_policy(r, greedy), k, episodes, max_steps)
+    def one_seed(p, e, k):
+        return play(env, e, policy, p, k, episodes, default_max_steps(env_params), carry)
 
     t0 = time.perf_counter()
-    out = jax.device_get(jax.jit(jax.vmap(one_seed))(runner, keys))  # (seeds, episodes)
-    seconds = time.perf_counter() - t0
-    has_score = "score" in out
+    played = jax.device_get(jax.jit(jax.vmap(one_seed))(params, runner.envs.params, keys))  # (seeds, episodes)
+    result = figures(played, cfg, step, episodes, greedy, seed, program.agents_per_world)
+    result.update(run_dir=str(run.run_dir), seconds=time.perf_counter() - t0)
+    best_seed, best = result["best"]["seed"], result["best"]["episode"]
+    drawer = {"gif": "render_rgb", "terminal": "render_text"}.get(render)
+    if drawer is not None and hasattr(env, drawer):
+        seed_params = jax.tree.map(lambda x: x[best_seed], params)
+        length = result["best"]["length"]
+        draw = env.render_rgb if render == "gif" else (lambda s: s)  # states, drawn as text below
+        replay = lambda k: record(env, env_params, policy, seed_params, k, episodes, best, length, draw, carry)
+        frames = jax.device_get(jax.jit(replay)(keys[best_seed]))
+        if render == "gif":
+            path = Path(out).expanduser() if out else run.run_dir / "replay.gif"
+            save_gif(np.asarray(frames), path, fps)
+            result["replay"] = str(path)
+        else:
+            play_in_terminal(env, frames, length, fps)
+    elif drawer is not None:
+        result["replay"] = None
+        how = "as a picture" if render == "gif" else "as text"
+        print(f"note: {cfg.env.name} does not draw itself {how}; no replay", file=sys.stderr)
+    (run.run_dir / "eval.json").write_text(json.dumps(result, indent=2) + "\n")
+    return result
+
+
+def figures(
+    out: dict[str, np.ndarray], cfg: Any, step: int, episodes: int, greedy: bool, seed: int, agents: int
+) -> dict[str, Any]:
+    """eval.json's figures from `play`'s per-episode arrays (seeds, episodes)."""
     result: dict[str, Any] = {
-        "run_dir": str(run_dir),
         "checkpoint_step": step,
         "env": cfg.env.name,
         "algo": cfg.algo.name,
         "episodes_per_seed": episodes,
         "greedy": greedy,
-        "seed": args["seed"],
+        "seed": seed,
         "return": describe(out["return"]),
         "length": describe(out["length"]),
         "return_per_seed": out["return"].mean(axis=1).tolist(),
         "unfinished": int((~out["finished"]).sum()),
-        "seconds": seconds,
     }
-    agents = int(getattr(env, "num_agents", 1))
     if agents > 1:  # "return" is the world's (summed over its agents)
         result["agents_per_world"] = agents
         result["return_per_agent"] = describe(out["return"] / agents)
-    if has_score:
+    if "score" in out:
         result["score"] = describe(out["score"])
         result["score_per_seed"] = out["score"].mean(axis=1).tolist()
-
     score = out.get("score", np.zeros_like(out["return"]))
     order = np.lexsort((score.ravel(), out["return"].ravel()))  # best return, then best score
-    seed, index = np.unravel_index(order[-1], out["return"].shape)
-    result["best"] = {
-        "seed": int(seed),
+    seed_index, index = np.unravel_index(order[-1], out["return"].shape)
+    best = {
+        "seed": int(seed_index),
         "episode": int(index),
-        "return": float(out["return"][seed, index]),
-        "length": int(out["length"][seed, index]),
+        "return": float(out["return"][seed_index, index]),
+        "length": int(out["length"][seed_index, index]),
     }
-    if has_score:
-        result["best"]["score"] = float(out["score"][seed, index])
-
-    drawer = {"gif": "render_rgb", "terminal": "render_text"}.get(args["render"])
-    if drawer is not None and hasattr(env, drawer):
-        r = jax.tree.map(lambda x: x[seed], runner)
-        length = int(out["length"][seed, index])
-        policy = algo.runner_policy(r, greedy)
-        if args["render"] == "gif":
-            render = env.render_rgb
-        else:
-            render = lambda s: s  # the states themselves, drawn as text below
-        frames = jax.device_get(
-            jax.jit(lambda k: record(env, env_params, policy, k, episodes, int(index), length, render))(keys[seed])
-        )
-        if args["render"] == "gif":
-            path = Path(args["out"]).expanduser() if args["out"] else run_dir / "replay.gif"
-            save_gif(np.asarray(frames), path, args["fps"])
-            result["replay"] = str(path)
-        else:
-            play_in_terminal(env, frames, length, args["fps"])
-    elif drawer is not None:
-        result["replay"] = None
-        how = "as a picture" if args["render"] == "gif" else "as text"
-        print(f"note: {cfg.env.name} does not draw itself {how}; no replay", file=sys.stderr)
-    (run_dir / "eval.json").write_text(json.dumps(result, indent=2) + "\n")
+    if "score" in out:
+        best["score"] = float(out["score"][seed_index, index])
+    result["best"] = best
     return result
 
 
@@ -237,7 +349,11 @@ def main(argv: list[str] | None = None) -> int:
         print(USAGE)
         return 0
     try:
-        result = evaluate(parse_args(argv))
+        args = parse_args(argv)
+        from jaxrl.api import load
+
+        run = load(args.pop("run_dir"))
+        result = evaluate(run, **args)
     except (UsageError, ConfigError, CheckpointError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2

@@ -27,12 +27,23 @@ RUNS = {
 }
 
 
-def train(*args: str, env: dict | None = None, check: bool = True) -> subprocess.CompletedProcess:
+# The Python API with a fault-injection hook: SIGKILL after that many chunks (argv: chunks, then key=value ...).
+KILLED_RUN = """
+import sys
+import jaxrl
+from jaxrl.hooks import KillAfterChunks
+settings = dict(arg.split("=", 1) for arg in sys.argv[2:])
+jaxrl.train(**settings, hooks=[KillAfterChunks(int(sys.argv[1]))])
+"""
+
+
+def train(*args: str, kill_after: int | None = None, check: bool = True) -> subprocess.CompletedProcess:
+    command = ["-m", "jaxrl.train"] if kill_after is None else ["-c", KILLED_RUN, str(kill_after)]
     proc = subprocess.run(
-        [sys.executable, "-m", "jaxrl.train", *args],
+        [sys.executable, *command, *args],
         check=False,
         cwd=ROOT,
-        env={**os.environ, **(env or {})},
+        env=dict(os.environ),
         capture_output=True,
         text=True,
         timeout=600,
@@ -73,7 +84,7 @@ def reference(request, tmp_path_factory):
 def test_sigkilled_run_resumes_bit_identical(reference, tmp_path):
     _, settings, ref_dir = reference
     run_dir = tmp_path / "killed"
-    killed = train(*settings, f"run_dir={run_dir}", env={"JAXRL_KILL_AFTER_CHUNKS": "3"}, check=False)
+    killed = train(*settings, f"run_dir={run_dir}", kill_after=3, check=False)
     assert killed.returncode == -signal.SIGKILL
     assert steps(run_dir)[-1] < steps(ref_dir)[-1]  # it really stopped early
     resumed = train(f"resume={run_dir}")

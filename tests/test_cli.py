@@ -10,7 +10,8 @@ import pytest
 import yaml
 
 from jaxrl.cli_config import compose_config
-from jaxrl.train import main, make_env
+from jaxrl.config import make_env
+from jaxrl.train import main
 
 
 def test_smoke_run_writes_the_run_directory(tmp_path, capsys):
@@ -80,7 +81,7 @@ def test_gymnax_id_runs(tmp_path):
         (["algo=dqn", "num_envs=8", "algo.train_freq=12"], "algo.train_freq=12 must be a multiple of num_envs=8"),
         (["algo=dqn", "algo.tau=1.5"], "algo.tau=1.5 is invalid: must be in [0, 1]"),
         (["algo=dqn", "algo.n_step=0"], "algo.n_step=0 is invalid: must be > 0"),
-        (["env.size=2"], "env.size=2 is invalid: must be >= 4"),
+        (["env.size=2"], "env: snake size must be an integer from 4 to 64, got 2"),
         (["env=CartPole-v1", "env.size=12"], "unknown setting 'env.size'"),
         (["device=tpu"], "device=tpu is invalid: allowed auto, cpu, gpu, metal"),
         (["algo.num_minibatches=3", "num_envs=8", "algo.num_steps=4"], "algo.num_minibatches=3 must divide"),
@@ -180,8 +181,8 @@ def test_presets_set_envs_rollout_minibatch_epochs_and_network(preset, expected)
 def test_minibatch_size_auto_is_the_largest_divisor_giving_enough_minibatches(
     num_envs, num_steps, num_minibatches, expected_size
 ):
-    from jaxrl.config import ppo_minibatches
-    from jaxrl.ppo import PPO
+    from jaxrl.algos.ppo import PPO
+    from jaxrl.algos.ppo import minibatches as ppo_minibatches
 
     overrides = [f"num_envs={num_envs}", f"algo.num_steps={num_steps}", f"algo.num_minibatches={num_minibatches}"]
     cfg, _ = compose_config(["env=CartPole-v1", *overrides, "algo.minibatch_size=auto", "total_timesteps=1e5"])
@@ -192,9 +193,8 @@ def test_minibatch_size_auto_is_the_largest_divisor_giving_enough_minibatches(
 
 
 def test_final_figures_reach_back_to_the_last_chunks_that_finished_an_episode():
-    from jaxrl.train import RunProgress, summarize
+    from jaxrl.hooks import final_figures
 
-    cfg, _ = compose_config(["env=snake"])
     chunk = lambda episodes, ret: {
         "env_steps": 0,
         "return_sum": [ret],
@@ -203,7 +203,7 @@ def test_final_figures_reach_back_to_the_last_chunks_that_finished_an_episode():
     }
     # 20 chunks: the last ~10% (2 chunks) finished no episode; chunk 16 finished 2 with return 3 each.
     history = [chunk(4, 4.0)] * 15 + [chunk(2, 6.0)] + [chunk(0, 0.0)] * 4
-    summary = summarize(cfg, RunProgress(done_updates=20, train_s=1.0, history=history), 64)
+    summary = final_figures(history, num_seeds=1, agents=1)
     assert summary["final_return"] == 3.0 and summary["final_return_per_seed"] == [3.0]
     history[-1] = chunk(1, 7.0)  # an episode in the last 10%: only that span counts
-    assert summarize(cfg, RunProgress(done_updates=20, train_s=1.0, history=history), 64)["final_return"] == 7.0
+    assert final_figures(history, num_seeds=1, agents=1)["final_return"] == 7.0

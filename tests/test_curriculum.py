@@ -36,9 +36,7 @@ def test_traced_params_have_fixed_dtypes_whatever_the_values():
 
 
 def test_phases_switch_params_without_retracing(tmp_path, monkeypatch):
-    from jaxrl import ppo
-
-    traces = count_traces(monkeypatch, ppo.PPO)
+    traces = count_traces(monkeypatch)
     run_dir = tmp_path / "run"
     assert main([*RUN, TWO_PHASES, f"run_dir={run_dir}", "progress=false"]) == 0
     assert len(traces) == 1  # one compiled chunk served both phases

@@ -7,13 +7,14 @@ import pytest
 from gymnax.environments import spaces
 
 import envs
+from jaxrl.algos.dqn import DQN, DQNConfig, q_targets
 from jaxrl.cli_config import compose_config
-from jaxrl.config import DQNConfig, EnvConfig, SnakeEnvConfig, TrainConfig
-from jaxrl.dqn import make_train, q_targets
-from jaxrl.evaluate import play
+from jaxrl.config import TrainConfig
+from jaxrl.driver import Program
+from jaxrl.eval import play
+from jaxrl.loop import make_train
 from jaxrl.replay import ReplayBuffer
-from jaxrl.train import Trainer
-from tests.conftest import count_traces
+from tests.conftest import count_traces, env_config, train_run
 from tests.test_ppo import final_mean, random_snake_score
 
 
@@ -130,10 +131,9 @@ def test_dqn_on_snake_beats_random():
         n_step=3,
         hidden=[64, 64],
     )
-    cfg = TrainConfig(env=SnakeEnvConfig(size=6), algo=algo, num_envs=128, total_timesteps=6e5)
+    cfg = TrainConfig(env=env_config("snake", size=6), algo=algo, num_envs=128, total_timesteps=6e5)
     env, params = envs.make("snake", size=6)
-    dqn = make_train(cfg, env, params)
-    _, stats = jax.jit(dqn.train)(jax.random.key(0))
+    _, stats = train_run(DQN(cfg, env, params), jax.random.key(0))
     trained = final_mean(stats, "score_sum")
     random_score = random_snake_score(env, params)
     assert trained > 2 * random_score + 0.5, (trained, random_score)
@@ -144,29 +144,27 @@ def test_dqn_cartpole_with_purejaxrl_settings_reaches_475():
     cfg, _ = compose_config(["env=CartPole-v1", "algo=dqn"])
     assert (cfg.num_envs, cfg.algo.buffer_size, cfg.algo.batch_size, cfg.algo.train_freq) == (10, 10_000, 128, 10)
     env, params = envs.make("CartPole-v1")
-    dqn = make_train(cfg, env, params)
+    dqn = DQN(cfg, env, params)
     assert dqn.num_updates * dqn.steps_per_update <= 5e5
     seeds = jax.random.split(jax.random.key(1), 2)
-    runners, _ = jax.jit(jax.vmap(dqn.train))(seeds)
-    greedy = jax.vmap(lambda p, k: play(env, params, dqn.policy(p), k, 20))
+    runners, _ = jax.jit(jax.vmap(make_train(dqn)))(seeds)
+    greedy = jax.vmap(lambda p, k: play(env, params, dqn.policy(greedy=True), p, k, 20))
     returns = np.asarray(jax.jit(greedy)(runners.params, seeds)["return"])
     assert returns.mean(axis=1).min() >= 475, returns.mean(axis=1)  # every seed, 20 greedy episodes each
 
 
 def test_one_trace_serves_every_dqn_chunk(monkeypatch):
-    from jaxrl import dqn as dqn_module
-
-    traces = count_traces(monkeypatch, dqn_module.DQN)
+    traces = count_traces(monkeypatch)
     algo = DQNConfig(buffer_size=64, batch_size=8, learning_starts=16, train_freq=8, target_update_interval=16)
     cfg = TrainConfig(
-        env=EnvConfig(name="CartPole-v1"), algo=algo, num_envs=4, num_seeds=2, total_timesteps=8 * 7, num_chunks=3
+        env=env_config("CartPole-v1"), algo=algo, num_envs=4, num_seeds=2, total_timesteps=8 * 7, num_chunks=3
     )
     env, params = envs.make("CartPole-v1")
-    trainer = Trainer(cfg, env, params)
-    assert (trainer.num_updates, trainer.chunk, trainer.steps_per_update) == (7, 3, 8)
-    runner, _ = trainer.compile()
+    program = Program(cfg, env, params)
+    assert (program.num_updates, program.chunk, program.steps_per_update) == (7, 3, 8)
+    runner, _ = program.compile()
     for active in (3, 3, 1):
-        runner, _ = trainer.run_chunk(runner, active)
+        runner, _ = program.run_chunk(runner, active)
     assert traces == [3], traces
     assert np.asarray(runner.update).tolist() == [7, 7]
     assert np.asarray(runner.replay.written).tolist() == [14, 14]  # 2 vector steps per update

@@ -1,13 +1,55 @@
-"""`python -m jaxrl.eval`: figures from a checkpoint, the best episode's replay, bad input as one line."""
+"""Evaluation: on-device episodes (first end counts, scores), `python -m jaxrl.eval` figures from a
+checkpoint, the best episode's replay, bad input as one line."""
 
 import json
 
+import jax
+import jax.numpy as jnp
 import numpy as np
 import pytest
 from PIL import Image, ImageSequence
 
+import envs
 from jaxrl import eval as evaluation
+from jaxrl.eval import play
 from jaxrl.train import main as train_main
+
+
+def constant(action: int):
+    """A policy `(params, carry, obs, key) -> (carry, actions)` that always takes `action`."""
+    return lambda params, carry, obs, key: (carry, jnp.full(obs.shape[0], action, jnp.int32))
+
+
+def test_cartpole_episodes_count_until_their_first_end():
+    env, params = envs.make("CartPole-v1")
+    out = jax.jit(lambda k: play(env, params, constant(0), None, k, 16))(jax.random.key(0))
+    ret, length = np.asarray(out["return"]), np.asarray(out["length"])
+    assert np.asarray(out["finished"]).all()
+    np.testing.assert_array_equal(ret, length)  # +1 per step, nothing counted after the first end
+    assert 5 <= length.min() and length.max() <= 20  # always pushing left topples the pole within ~10 steps
+    assert len(np.unique(length)) > 1  # independent resets
+
+
+def test_max_steps_stops_unfinished_episodes():
+    env, params = envs.make("CartPole-v1")
+
+    def balance(params, carry, obs, key):  # push toward the side the pole leans to: keeps it up for long
+        return carry, (obs[:, 2] + 0.5 * obs[:, 3] > 0).astype(jnp.int32)
+
+    out = jax.jit(lambda k: play(env, params, balance, None, k, 4, max_steps=50))(jax.random.key(1))
+    np.testing.assert_array_equal(np.asarray(out["length"]), 50)
+    assert not np.asarray(out["finished"]).any()
+
+
+def test_snake_reports_the_score_of_the_ended_episode():
+    env, params = envs.make("snake", size=6)
+    out = jax.jit(lambda k: play(env, params, constant(0), None, k, 32))(jax.random.key(2))
+    score, ret, length = (np.asarray(out[k]) for k in ("score", "return", "length"))
+    assert np.asarray(out["finished"]).all()
+    assert (score >= 0).all() and (score <= 6).all() and score.max() > 0  # apples in its straight path
+    # Going straight always ends at a wall: every step earns an apple, the death, or the step reward.
+    expected = score * params.reward_apple + params.reward_death + (length - score - 1) * params.reward_step
+    np.testing.assert_allclose(ret, expected, rtol=1e-6)
 
 
 @pytest.fixture(scope="module")

@@ -264,14 +264,14 @@ def test_vector_env_flattens_agents_world_major_and_repeats_world_flags():
 
 
 def test_ppo_minibatches_keep_one_agents_size_as_agents_are_added():
+    from jaxrl.algos.ppo import minibatches
     from jaxrl.cli_config import compose_config
-    from jaxrl.config import ppo_minibatches
 
     one, _ = compose_config(["env=grid"])
     eight, _ = compose_config(["env=grid", "env.num_agents=8"])
-    assert ppo_minibatches(one) == 4 and ppo_minibatches(eight) == 32
+    assert minibatches(one) == 4 and minibatches(eight) == 32
     batch = lambda cfg, k: cfg.num_envs * k * cfg.algo.num_steps
-    assert batch(one, 1) // ppo_minibatches(one) == batch(eight, 8) // ppo_minibatches(eight) == 2048
+    assert batch(one, 1) // minibatches(one) == batch(eight, 8) // minibatches(eight) == 2048
 
 
 @pytest.mark.parametrize("algo", ["ppo", "dqn"])
@@ -318,50 +318,50 @@ def test_render_text_draws_the_map_in_make_states_letters():
 
 
 def test_play_sums_the_agents_rewards_into_the_world_return():
-    from jaxrl.evaluate import play
+    from jaxrl.eval import play
 
     env, params = envs.make("grid", size=5, num_agents=2)
     params = params.replace(reward_step=1.0, reward_collect=0.0, max_steps_in_episode=7)
-    out = jax.jit(lambda k: play(env, params, lambda obs, key: jnp.zeros(obs.shape[0], jnp.int32), k, 4))(
-        jax.random.key(0)
-    )
+    stay = lambda p, carry, obs, key: (carry, jnp.zeros(obs.shape[0], jnp.int32))
+    out = jax.jit(lambda k: play(env, params, stay, None, k, 4))(jax.random.key(0))
     np.testing.assert_allclose(np.asarray(out["return"]), 2 * 7)  # two agents, 7 steps, 1 each
 
 
 def test_ppo_with_the_grid_cnn_beats_random(tmp_path):
     """The tuned grid config's CNN learns to collect: several times a random policy's return, in ~1 minute."""
+    from jaxrl.algos.ppo import PPO
     from jaxrl.cli_config import compose_config
-    from jaxrl.evaluate import play
-    from jaxrl.ppo import make_train
-    from jaxrl.train import make_env
+    from jaxrl.config import make_env
+    from jaxrl.eval import play
+    from tests.conftest import train_run
     from tests.test_ppo import final_mean
 
     cfg, _ = compose_config(["env=grid", "env.max_steps_in_episode=64", "num_envs=64", "total_timesteps=4e5"])
     assert cfg.algo.network == "cnn"
     env, params = make_env(cfg)
-    _, stats = jax.jit(make_train(cfg, env, params).train)(jax.random.key(0))
+    _, stats = train_run(PPO(cfg, env, params), jax.random.key(0))
     trained = final_mean(stats)
-    uniform = lambda obs, key: jax.random.randint(key, (obs.shape[0],), 0, 6)
-    random_return = float(jax.jit(lambda k: play(env, params, uniform, k, 1000))(jax.random.key(1))["return"].mean())
+    uniform = lambda p, carry, obs, key: (carry, jax.random.randint(key, (obs.shape[0],), 0, 6))
+    random_return = float(jax.jit(lambda k: play(env, params, uniform, None, k, 1000))(jax.random.key(1))["return"].mean())
     assert trained > 3 * random_return + 1, (trained, random_return)
 
 
 def test_dqn_with_the_tuned_grid_config_beats_random():
     """The tuned DQN grid config (MLP Q-network, 3-step targets) learns to collect within 5e5 steps."""
+    from jaxrl.algos.dqn import DQN
     from jaxrl.cli_config import compose_config
-    from jaxrl.dqn import make_train
-    from jaxrl.evaluate import play
-    from jaxrl.train import make_env
+    from jaxrl.config import make_env
+    from jaxrl.eval import play
+    from tests.conftest import train_run
     from tests.test_ppo import final_mean
 
     cfg, _ = compose_config(["env=grid", "algo=dqn", "env.max_steps_in_episode=64", "total_timesteps=5e5"])
     assert cfg.num_envs == 64 and cfg.algo.n_step == 3
     env, params = make_env(cfg)
-    dqn = make_train(cfg, env, params)
-    _, stats = jax.jit(dqn.train)(jax.random.key(0))
+    _, stats = train_run(DQN(cfg, env, params), jax.random.key(0))
     trained = final_mean(stats)  # epsilon-greedy, epsilon 0.05 by then
-    uniform = lambda obs, key: jax.random.randint(key, (obs.shape[0],), 0, 6)
-    random_return = float(jax.jit(lambda k: play(env, params, uniform, k, 1000))(jax.random.key(1))["return"].mean())
+    uniform = lambda p, carry, obs, key: (carry, jax.random.randint(key, (obs.shape[0],), 0, 6))
+    random_return = float(jax.jit(lambda k: play(env, params, uniform, None, k, 1000))(jax.random.key(1))["return"].mean())
     assert trained > 3 * random_return + 1, (trained, random_return)
 
 

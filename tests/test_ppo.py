@@ -6,24 +6,27 @@ import numpy as np
 import pytest
 
 import envs
+from jaxrl.algos.ppo import PPO, ObsStats, PPOConfig
 from jaxrl.cli_config import compose_config
-from jaxrl.config import EnvConfig, PPOConfig, SnakeEnvConfig, TrainConfig
-from jaxrl.ppo import ObsStats, make_train
-from jaxrl.train import Trainer, make_env
-from tests.conftest import count_traces
+from jaxrl.config import TrainConfig, make_env
+from jaxrl.driver import Program
+from jaxrl.loop import make_train
+from tests.conftest import count_traces, env_config, train_run
 
 
 def final_mean(stats, key="return_sum", tail=0.1):
-    n = stats["episodes"].shape[-1]
+    """Mean over the episodes that ended in the last `tail` of updates of an `UpdateStats` stack."""
+    episodes = stats.episodes
+    n = episodes.episodes.shape[-1]
     last = slice(n - max(1, int(n * tail)), n)
-    return float(np.sum(stats[key][..., last]) / np.sum(stats["episodes"][..., last]))
+    return float(np.sum(getattr(episodes, key)[..., last]) / np.sum(episodes.episodes[..., last]))
 
 
 def test_cartpole_reaches_475_within_5e5_steps():
-    cfg = TrainConfig(env=EnvConfig(name="CartPole-v1"), algo=PPOConfig(), num_envs=4, total_timesteps=5e5)
+    cfg = TrainConfig(env=env_config("CartPole-v1"), algo=PPOConfig(), num_envs=4, total_timesteps=5e5)
     env, params = envs.make("CartPole-v1")
-    ppo = make_train(cfg, env, params)
-    _, stats = jax.jit(ppo.train)(jax.random.key(0))
+    ppo = PPO(cfg, env, params)
+    _, stats = train_run(ppo, jax.random.key(0))
     assert ppo.num_updates * ppo.batch_size <= 5e5
     assert final_mean(stats) >= 475
 
@@ -45,23 +48,21 @@ def random_snake_score(env, params, n=512, steps=400):
 
 def test_snake_beats_random_and_seeds_are_independent():
     algo = PPOConfig(num_steps=32, update_epochs=2, lr=5e-4, hidden=[64, 64], activation="relu")
-    cfg = TrainConfig(env=SnakeEnvConfig(size=6), algo=algo, num_envs=256, num_seeds=2, total_timesteps=6e5)
+    cfg = TrainConfig(env=env_config("snake", size=6), algo=algo, num_envs=256, num_seeds=2, total_timesteps=6e5)
     env, params = envs.make("snake", size=6)
-    ppo = make_train(cfg, env, params)
+    ppo = PPO(cfg, env, params)
     keys = jax.random.split(jax.random.key(0), 2)
-    _, stats = jax.jit(jax.vmap(ppo.train))(keys)
+    _, stats = jax.jit(jax.vmap(make_train(ppo)))(keys)
     random_score = random_snake_score(env, params)
-    trained = [final_mean({k: v[s] for k, v in stats.items()}, "score_sum") for s in range(2)]
+    trained = [final_mean(jax.tree.map(lambda v, s=s: v[s], stats), "score_sum") for s in range(2)]
     assert min(trained) > 2 * random_score + 0.5, (trained, random_score)
     assert trained[0] != trained[1]  # two seeds, two different agents
 
 
 def test_one_trace_serves_every_chunk(monkeypatch):
-    from jaxrl import ppo as ppo_module
-
-    traces = count_traces(monkeypatch, ppo_module.PPO)
+    traces = count_traces(monkeypatch)
     cfg = TrainConfig(
-        env=EnvConfig(name="CartPole-v1"),
+        env=env_config("CartPole-v1"),
         algo=PPOConfig(num_steps=16),
         num_envs=4,
         num_seeds=2,
@@ -69,13 +70,13 @@ def test_one_trace_serves_every_chunk(monkeypatch):
         num_chunks=3,
     )
     env, params = envs.make("CartPole-v1")
-    trainer = Trainer(cfg, env, params)
-    assert (trainer.num_updates, trainer.chunk) == (7, 3)  # chunks of 3, 3 and 1 updates
-    runner, _ = trainer.compile()
+    program = Program(cfg, env, params)
+    assert (program.num_updates, program.chunk) == (7, 3)  # chunks of 3, 3 and 1 updates
+    runner, _ = program.compile()
     sizes = []
     for active in (3, 3, 1):
-        runner, stats = trainer.run_chunk(runner, active)
-        sizes.append(stats["episodes"].shape)
+        runner, stats = program.run_chunk(runner, active)
+        sizes.append(stats.episodes.episodes.shape)
     assert traces == [3], traces
     assert sizes == [(2, 3), (2, 3), (2, 1)]
     assert np.asarray(runner.update).tolist() == [7, 7]
@@ -95,8 +96,7 @@ CLASSIC_CONTROL = {
 def test_tuned_defaults_learn_classic_control(env_id):
     cfg, _ = compose_config([f"env={env_id}"])
     env, params = make_env(cfg)
-    ppo = make_train(cfg, env, params)
-    _, stats = jax.jit(ppo.train)(jax.random.key(2))
+    _, stats = train_run(PPO(cfg, env, params), jax.random.key(2))
     assert final_mean(stats) >= CLASSIC_CONTROL[env_id], env_id
 
 
@@ -117,23 +117,23 @@ def test_observation_statistics_match_numpy():
 
 def test_reward_scale_scales_learning_rewards_not_metrics():
     cfg = TrainConfig(
-        env=EnvConfig(name="CartPole-v1"),
+        env=env_config("CartPole-v1"),
         algo=PPOConfig(num_steps=64, reward_scale=0.25),
         num_envs=4,
         total_timesteps=256,
     )
     env, params = envs.make("CartPole-v1")
-    ppo = make_train(cfg, env, params)
+    ppo = PPO(cfg, env, params)
     runner = ppo.init(jax.random.key(0))
     _, traj, stats = ppo.collect(runner, jax.random.key(1))
     np.testing.assert_allclose(np.asarray(traj.reward), 0.25)  # CartPole pays 1 per step
-    assert float(stats["episodes"]) > 0
-    assert float(stats["return_sum"]) == float(stats["length_sum"])  # raw returns: 1 per step
+    assert float(stats.episodes) > 0
+    assert float(stats.return_sum) == float(stats.length_sum)  # raw returns: 1 per step
 
 
 @pytest.mark.parametrize("count", [0, 1, 3, 4, 11, 40])
 def test_values_where_is_exact_for_any_number_of_rows(count):
-    from jaxrl.ppo import values_where
+    from jaxrl.algos.ppo import values_where
 
     obs = jax.random.normal(jax.random.key(0), (40, 3))
     mask = jnp.zeros(40, bool).at[jax.random.permutation(jax.random.key(1), 40)[:count]].set(True)
@@ -145,10 +145,10 @@ def test_values_where_is_exact_for_any_number_of_rows(count):
 def test_collect_bootstraps_truncation_from_final_observation():
     # Pendulum truncates every 200 steps and never terminates; its dynamics are deterministic.
     cfg = TrainConfig(
-        env=EnvConfig(name="Pendulum-v1"), algo=PPOConfig(num_steps=256), num_envs=8, total_timesteps=2048
+        env=env_config("Pendulum-v1"), algo=PPOConfig(num_steps=256), num_envs=8, total_timesteps=2048
     )
     env, params = envs.make("Pendulum-v1")
-    ppo = make_train(cfg, env, params)
+    ppo = PPO(cfg, env, params)
     runner = ppo.init(jax.random.key(0))
     new_runner, traj, _ = jax.jit(ppo.collect)(runner, jax.random.key(1))
     value = jax.jit(lambda o: ppo.network.apply(runner.params, o, method="value"))
@@ -157,9 +157,9 @@ def test_collect_bootstraps_truncation_from_final_observation():
 
     # Reference: replay the rollout keeping each pre-step env state and the next observation.
     def step(r, key):
-        before = r.env_state
+        before = r.envs.state
         r, _ = ppo.env_step(r, key)
-        return r, (before, r.obs)
+        return r, (before, r.envs.obs)
 
     _, (states, next_obs) = jax.jit(lambda r: jax.lax.scan(step, r, jax.random.split(jax.random.key(1), 256)))(runner)
     next_value = np.asarray(traj.next_value)
@@ -170,4 +170,4 @@ def test_collect_bootstraps_truncation_from_final_observation():
         final_obs = env.step_env(jax.random.key(0), state, action, params)[0]
         np.testing.assert_allclose(next_value[t, e], float(value(final_obs[None])[0]), rtol=1e-5, atol=1e-5)
         assert abs(next_value[t, e] - float(value(next_obs[t, e][None])[0])) > 1e-4  # not the reset obs
-    np.testing.assert_allclose(np.asarray(new_runner.obs), np.asarray(next_obs[-1]))
+    np.testing.assert_allclose(np.asarray(new_runner.envs.obs), np.asarray(next_obs[-1]))

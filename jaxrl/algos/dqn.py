@@ -1,8 +1,7 @@
-"""DQN fused with the env: acting, replay insertion, sampling and gradient steps inside `lax.scan`.
+"""DQN: acting, replay insertion, sampling and gradient steps as one update of the core loop (`jaxrl.loop`).
 
-`DQN(cfg, env, env_params)` holds the static pieces, with the same surface as `PPO`: `init(key)`,
-`update(runner)`, `run_chunk(runner, n, length)` and a pure `train(key)`. One update steps every
-env `vector_steps` times with an epsilon-greedy policy, writes each vector step into the
+`DQN(cfg, env, env_params)` holds the static pieces (Q-network, optimizer, replay layout).
+One update steps every env `vector_steps` times with an epsilon-greedy policy, writes each vector step into the
 on-device replay buffer (`jaxrl.replay`), then takes `gradient_steps` gradient steps on
 uniformly sampled n-step transitions (double DQN, Huber loss), and moves the target network
 when an interval of `target_update_interval` env steps is crossed.
@@ -10,6 +9,7 @@ when an interval of `target_update_interval` env steps is crossed.
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from typing import Any
 
 import jax
@@ -18,12 +18,86 @@ import optax
 from flax import struct
 from gymnax.environments import spaces
 
-from jaxrl import networks
-from jaxrl.config import ConfigError, TrainConfig, dqn_schedule
-from jaxrl.curriculum import traced
-from jaxrl.ppo import Chunked, episode_stats
+from jaxrl import networks, rollout
+from jaxrl.algorithm import Allocation, register
+from jaxrl.config import ConfigError, TrainConfig, agents_per_world, in_range, positive
 from jaxrl.replay import Batch, ReplayBuffer, ReplayState
+from jaxrl.stats import UpdateStats
 from jaxrl.vector import VectorEnv
+
+
+@dataclass
+class DQNConfig:
+    """Deep Q-learning with an on-device replay buffer, target network, n-step returns and double DQN.
+
+    One update collects `train_freq` env steps per seed (or one vector step when num_envs is
+    larger) and then takes `gradient_steps` gradient steps, so the replay ratio is
+    batch_size * gradient_steps / train_freq sampled transitions per env step.
+    """
+
+    name: str = "dqn"  # algorithm id
+    lr: float = 2.5e-4  # Adam learning rate (start of the schedule when annealed)
+    anneal_lr: bool = False  # decay the learning rate linearly to 0 over training
+    buffer_size: int = 10_000  # replay capacity in transitions per seed, one per agent per env step (rounded down to whole vector steps)
+    batch_size: int = 128  # transitions per gradient step
+    learning_starts: int = 10_000  # env steps per seed before the first gradient step
+    train_freq: int = 4  # env steps per seed (all envs together) per `gradient_steps` gradient steps
+    gradient_steps: int = 1  # gradient steps per train_freq env steps
+    target_update_interval: int = 500  # env steps per seed between target-network updates
+    tau: float = 1.0  # target update weight: 1 copies (hard), < 1 blends (soft, Polyak)
+    epsilon_start: float = 1.0  # exploration rate at the start
+    epsilon_end: float = 0.05  # exploration rate after the decay
+    epsilon_decay: float = 0.5  # fraction of total_timesteps over which epsilon falls linearly
+    gamma: float = 0.99  # discount
+    n_step: int = 1  # n-step returns (1: one-step TD)
+    double: bool = True  # double DQN: the online net picks the next action, the target net values it
+    max_grad_norm: float = 10.0  # global gradient-norm clip
+    huber_delta: float = 1.0  # Huber loss threshold
+    network: str = "mlp"  # mlp | cnn
+    hidden: list[int] = field(default_factory=lambda: [120, 84])  # dense layer widths (after convs for cnn)
+    channels: list[int] = field(default_factory=lambda: [16, 32])  # 3x3 conv channels (cnn only)
+    activation: str = "relu"  # tanh | relu | gelu | silu
+
+    def validate(self, cfg: TrainConfig) -> None:
+        """ConfigError naming the first DQN setting out of range, or a replay too small for one update."""
+        for name in ("buffer_size", "batch_size", "train_freq", "gradient_steps", "target_update_interval", "n_step"):
+            positive(f"algo.{name}", getattr(self, name))
+        if self.learning_starts < 0:
+            raise ConfigError(f"algo.learning_starts={self.learning_starts} is invalid: must be >= 0")
+        for name in ("tau", "epsilon_start", "epsilon_end", "epsilon_decay"):
+            in_range(f"algo.{name}", getattr(self, name), 0, 1)
+        if self.tau == 0:
+            raise ConfigError("algo.tau=0 is invalid: the target network would never move (must be in (0, 1])")
+        positive("algo.huber_delta", self.huber_delta)
+        vector_steps, _ = schedule(cfg.num_envs, self.train_freq, self.gradient_steps)
+        streams = cfg.num_envs * agents_per_world(cfg)  # one transition per agent per env step
+        if self.buffer_size // streams < self.n_step + vector_steps:
+            who = "num_envs * env.num_agents" if streams != cfg.num_envs else "num_envs"
+            raise ConfigError(
+                f"algo.buffer_size={self.buffer_size} is too small: it must hold at least "
+                f"(algo.n_step + steps per update) * {who} = {(self.n_step + vector_steps) * streams} transitions"
+            )
+        if cfg.total_timesteps < vector_steps * cfg.num_envs:
+            raise ConfigError(
+                f"total_timesteps={cfg.total_timesteps:g} is below one update ({vector_steps * cfg.num_envs})"
+            )
+
+
+def schedule(num_envs: int, train_freq: int, gradient_steps: int) -> tuple[int, int]:
+    """(vector env steps, gradient steps) per DQN update; ConfigError when they cannot be whole numbers."""
+    if train_freq >= num_envs:
+        if train_freq % num_envs:
+            raise ConfigError(
+                f"algo.train_freq={train_freq} must be a multiple of num_envs={num_envs} (or divide it),"
+                f" e.g. algo.train_freq={num_envs}"
+            )
+        return train_freq // num_envs, gradient_steps
+    if num_envs % train_freq:
+        raise ConfigError(
+            f"algo.train_freq={train_freq} must divide num_envs={num_envs} (or be a multiple of it),"
+            f" e.g. algo.train_freq={num_envs}"
+        )
+    return 1, gradient_steps * num_envs // train_freq
 
 
 @struct.dataclass
@@ -34,13 +108,9 @@ class DQNRunner:
     target_params: Any
     opt_state: Any
     replay: ReplayState
-    env_state: Any  # (num_envs, ...) env states
-    obs: jax.Array  # (streams, *obs_shape): one row per agent of every world
+    envs: rollout.Streams  # env states, observations (one row per agent of every world), episode sums, env params
     key: jax.Array
-    episode_return: jax.Array  # (streams,) float32
-    episode_length: jax.Array  # (streams,) int32
     update: jax.Array  # () int32, updates done
-    env_params: Any = None  # EnvParams the envs step with (traced: a curriculum changes them between chunks)
 
 
 def q_targets(
@@ -55,7 +125,7 @@ def q_targets(
     return reward + discount * bootstrap
 
 
-class DQN(Chunked):
+class DQN:
     """Static pieces of a DQN run: env, Q-network, optimizer, replay layout and derived sizes."""
 
     def __init__(self, cfg: TrainConfig, env: Any, env_params: Any):
@@ -78,7 +148,7 @@ class DQN(Chunked):
             activation=self.algo.activation,
             obs_ndim=len(self.obs_shape),
         )
-        self.vector_steps, self.gradient_steps = dqn_schedule(
+        self.vector_steps, self.gradient_steps = schedule(
             cfg.num_envs, self.algo.train_freq, self.algo.gradient_steps
         )
         self.buffer = ReplayBuffer.for_space(self.algo.buffer_size, self.vec.streams, obs_space)
@@ -106,23 +176,25 @@ class DQN(Chunked):
 
     # -- init ----------------------------------------------------------------------------------
 
+    def memory(self) -> list[Allocation]:
+        """The replay buffer: the one large allocation."""
+        what = f"the replay buffer ({self.buffer.capacity:,} transitions)"
+        return [Allocation(what, self.buffer.nbytes(), "algo.buffer_size")]
+
+    # -- init ----------------------------------------------------------------------------------
+
     def init(self, key: jax.Array) -> DQNRunner:
         key, net_key, reset_key = jax.random.split(key, 3)
-        obs, env_state = self.vec.reset(reset_key, self.env_params)
-        params = self.network.init(net_key, obs[:1])
-        n = self.vec.streams
+        envs = rollout.reset(self.vec, reset_key, self.env_params, self.initial_carry(self.vec.streams))
+        params = self.network.init(net_key, envs.obs[:1])
         return DQNRunner(
             params=params,
             target_params=params,
             opt_state=self.optimizer.init(params),
             replay=self.buffer.init(),
-            env_state=env_state,
-            obs=obs,
+            envs=envs,
             key=key,
-            episode_return=jnp.zeros(n, jnp.float32),
-            episode_length=jnp.zeros(n, jnp.int32),
             update=jnp.zeros((), jnp.int32),
-            env_params=traced(self.env_params),
         )
 
     # -- acting --------------------------------------------------------------------------------
@@ -134,30 +206,27 @@ class DQN(Chunked):
         random = jax.random.randint(random_key, greedy.shape, 0, self.num_actions)
         return jnp.where(jax.random.uniform(explore_key, greedy.shape) < epsilon, random, greedy)
 
-    def policy(self, params: Any, epsilon: float = 0.0):
-        """`(obs, key) -> actions` for `jaxrl.evaluate.play`: greedy in Q, or epsilon-greedy."""
-        return lambda obs, key: self.act(params, obs, key, jnp.float32(epsilon))
+    def initial_carry(self, batch: int) -> None:
+        """Feed-forward Q-network: no carry."""
+        return None
 
-    def runner_policy(self, runner: DQNRunner, greedy: bool = True):
-        """The policy a runner holds: greedy, or epsilon-greedy at the final exploration rate."""
-        return self.policy(runner.params, 0.0 if greedy else self.algo.epsilon_end)
+    def policy_params(self, runner: DQNRunner) -> Any:
+        return runner.params
+
+    def policy(self, greedy: bool = True):
+        """`(params, carry, obs, key) -> (carry, actions)`: greedy in Q, or epsilon-greedy at the final rate."""
+        epsilon = jnp.float32(0.0 if greedy else self.algo.epsilon_end)
+        return lambda params, carry, obs, key: (carry, self.act(params, obs, key, epsilon))
 
     def env_step(self, runner: DQNRunner, key: jax.Array, epsilon: jax.Array):
         act_key, step_key = jax.random.split(key)
-        action = self.act(runner.params, runner.obs, act_key, epsilon)
-        obs, env_state, reward, terminated, truncated, info = self.vec.step(
-            step_key, runner.env_state, action, runner.env_params
-        )
+        envs = runner.envs
+        action = self.act(runner.params, envs.obs, act_key, epsilon)
+        envs, step, _, stats = rollout.step(self.vec, envs, action, step_key)
         replay = self.buffer.add(
-            runner.replay, runner.obs, action, reward, info["final_observation"], terminated, truncated
+            runner.replay, step.obs, action, step.reward, step.final_obs, step.terminated, step.truncated
         )
-        ep_return, ep_length, stats = episode_stats(
-            reward, terminated | truncated, info, runner.episode_return, runner.episode_length
-        )
-        runner = runner.replace(
-            obs=obs, env_state=env_state, replay=replay, episode_return=ep_return, episode_length=ep_length
-        )
-        return runner, stats
+        return runner.replace(envs=envs, replay=replay), stats
 
     # -- learning ------------------------------------------------------------------------------
 
@@ -178,7 +247,7 @@ class DQN(Chunked):
         updates, opt_state = self.optimizer.update(grads, opt_state, params)
         return optax.apply_updates(params, updates), opt_state, stats
 
-    def update(self, runner: DQNRunner) -> tuple[DQNRunner, dict]:
+    def update(self, runner: DQNRunner) -> tuple[DQNRunner, UpdateStats]:
         """Act `vector_steps` times, then learn `gradient_steps` times once learning has started."""
         key, act_key, learn_key = jax.random.split(runner.key, 3)
         steps_before = runner.update * self.steps_per_update
@@ -214,12 +283,10 @@ class DQN(Chunked):
         move = learning & (steps_after // interval > steps_before // interval)
         tau = self.algo.tau
         target = jax.tree.map(lambda p, t: jnp.where(move, tau * p + (1 - tau) * t, t), params, runner.target_params)
-        stats.update({k: jnp.where(learning, v, jnp.nan) for k, v in loss_stats.items()})
-        stats["epsilon"] = epsilon
+        learner = {k: jnp.where(learning, v, jnp.nan) for k, v in loss_stats.items()}
+        learner["epsilon"] = epsilon
         runner = runner.replace(params=params, opt_state=opt_state, target_params=target, update=runner.update + 1)
-        return runner, stats
+        return runner, UpdateStats(episodes=stats, learner=learner)
 
 
-def make_train(cfg: TrainConfig, env: Any, env_params: Any) -> DQN:
-    """Static DQN pieces for this config; `make_train(...).train` is pure and jittable."""
-    return DQN(cfg, env, env_params)
+register("dqn", DQNConfig, DQN, doc="DQN: on-device replay, n-step double-DQN targets, target network")

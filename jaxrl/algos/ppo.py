@@ -1,14 +1,13 @@
-"""PPO fused with the env: rollout, GAE and all epochs x minibatches of SGD inside `lax.scan`.
+"""PPO: rollout, GAE and all epochs x minibatches of SGD as one update of the core loop (`jaxrl.loop`).
 
-`PPO(cfg, env, env_params)` holds the static pieces; `init(key)` builds a `Runner`,
-`update(runner)` performs one rollout-and-learn step, `run_chunk(runner, n)` scans `n`
-updates (a fixed-length scan whose tail is skipped by `lax.cond`, so one compile serves every
-chunk), and `train(key)` runs the whole budget as one pure function.
+`PPO(cfg, env, env_params)` holds the static pieces: network, optimizer and derived sizes.
+`init(key)` builds a `PPORunner`, `update(runner)` collects one rollout and learns from it.
 """
 
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass, field
 from typing import Any
 
 import jax
@@ -17,26 +16,97 @@ import optax
 from flax import struct
 from gymnax.environments import spaces
 
-from jaxrl import losses, networks
-from jaxrl.config import ConfigError, TrainConfig, ppo_minibatches
-from jaxrl.curriculum import traced
+from jaxrl import losses, networks, rollout
+from jaxrl.algorithm import Allocation, register
+from jaxrl.config import ConfigError, TrainConfig, agents_per_world, in_range, positive
+from jaxrl.stats import UpdateStats
 from jaxrl.vector import VectorEnv
 
 
+@dataclass
+class PPOConfig:
+    """Proximal Policy Optimization with GAE, clipped value loss and LR annealing."""
+
+    name: str = "ppo"  # algorithm id
+    lr: float = 2.5e-4  # Adam learning rate (start of the schedule when annealed)
+    anneal_lr: bool = True  # decay the learning rate linearly to 0 over training
+    num_steps: int = 128  # rollout length per env per update
+    update_epochs: int = 4  # passes over each rollout
+    num_minibatches: int = 4  # minibatches per epoch (times env.num_agents); must divide num_envs * num_steps
+    minibatch_size: Any = None  # transitions per minibatch (replaces num_minibatches): an integer, or auto
+    gamma: float = 0.99  # discount
+    gae_lambda: float = 0.95  # GAE lambda
+    clip_eps: float = 0.2  # PPO ratio clip (and value clip)
+    clip_value: bool = True  # clip the value update like the policy ratio
+    ent_coef: float = 0.01  # entropy bonus weight
+    vf_coef: float = 0.5  # value loss weight
+    max_grad_norm: float = 0.5  # global gradient-norm clip
+    normalize_advantages: bool = True  # per-minibatch advantage normalization
+    normalize_obs: bool = False  # normalize observations by running mean/std (clipped to +-10), like VecNormalize
+    reward_scale: float = 1.0  # rewards are multiplied by this for learning (metrics stay raw)
+    network: str = "mlp"  # mlp | cnn
+    hidden: list[int] = field(default_factory=lambda: [64, 64])  # dense layer widths (after convs for cnn)
+    channels: list[int] = field(default_factory=lambda: [16, 32])  # 3x3 conv channels (cnn only)
+    activation: str = "tanh"  # tanh | relu | gelu | silu
+    shared_torso: bool = False  # one torso for actor and critic (half the compute) instead of two
+
+    def validate(self, cfg: TrainConfig) -> None:
+        """ConfigError naming the first PPO setting out of range or not dividing the rollout."""
+        for name in ("num_steps", "update_epochs", "num_minibatches", "reward_scale"):
+            positive(f"algo.{name}", getattr(self, name))
+        in_range("algo.gae_lambda", self.gae_lambda, 0, 1)
+        minibatches(cfg)
+        batch = cfg.num_envs * self.num_steps
+        if cfg.total_timesteps < batch:
+            raise ConfigError(
+                f"total_timesteps={cfg.total_timesteps:g} is below one update (num_envs * algo.num_steps = {batch})"
+            )
+
+
+def minibatches(cfg: TrainConfig) -> int:
+    """Minibatches per epoch. `num_minibatches` splits one agent's share of the rollout, so with K
+    agents per world there are K times as many minibatches, each as large as with one agent (big
+    minibatches of the grid CNN ran 3x slower per sample on CPU). `minibatch_size=auto`: the
+    largest divisor of the rollout batch that still gives at least that many minibatches; an
+    integer minibatch_size must divide the batch."""
+    a = cfg.algo
+    agents = agents_per_world(cfg)
+    batch = cfg.num_envs * agents * a.num_steps
+    where = f"num_envs * algo.num_steps = {cfg.num_envs} * {a.num_steps} = {batch}"
+    if agents > 1:
+        where = f"num_envs * env.num_agents * algo.num_steps = {cfg.num_envs} * {agents} * {a.num_steps} = {batch}"
+    if a.minibatch_size is None:
+        world_batch = cfg.num_envs * a.num_steps
+        if world_batch % a.num_minibatches:
+            raise ConfigError(
+                f"algo.num_minibatches={a.num_minibatches} must divide num_envs * algo.num_steps"
+                f" = {cfg.num_envs} * {a.num_steps} = {world_batch}"
+            )
+        return a.num_minibatches * agents
+    if isinstance(a.minibatch_size, str) and a.minibatch_size.strip().lower() == "auto":
+        cap = max(1, batch // (a.num_minibatches * agents))
+        size = max(d for d in range(1, cap + 1) if batch % d == 0)
+        return batch // size
+    size = a.minibatch_size
+    if isinstance(size, str) and size.strip().isdigit():
+        size = int(size)
+    if not isinstance(size, int) or isinstance(size, bool) or size <= 0:
+        raise ConfigError(f"algo.minibatch_size={a.minibatch_size} is invalid: a positive integer or auto")
+    if batch % size:
+        raise ConfigError(f"algo.minibatch_size={size} must divide {where} (or use algo.minibatch_size=auto)")
+    return batch // size
+
+
 @struct.dataclass
-class Runner:
-    """Everything a training run carries between updates (one seed; a leading seed axis under vmap)."""
+class PPORunner:
+    """Everything a PPO run carries between updates (one seed; a leading seed axis under vmap)."""
 
     params: Any
     opt_state: Any
-    env_state: Any  # (num_envs, ...) env states
-    obs: jax.Array  # (num_envs, *obs_shape) observation of env_state
+    envs: rollout.Streams  # env states, observations, episode sums, env params
     key: jax.Array  # PRNG key
-    episode_return: jax.Array  # (num_envs,) float32, return of the running episodes
-    episode_length: jax.Array  # (num_envs,) int32, steps of the running episodes
     update: jax.Array  # () int32, updates done
     obs_stats: ObsStats | None = None  # running observation statistics when algo.normalize_obs
-    env_params: Any = None  # EnvParams the envs step with (traced: a curriculum changes them between chunks)
 
 
 @struct.dataclass
@@ -79,28 +149,6 @@ class Transition:
     truncated: jax.Array
 
 
-def episode_stats(reward, done, info, ep_return, ep_length):
-    """Running episode sums per stream, and the sums over episodes that ended this step.
-
-    With several agents per world (`info["world_done"]` has fewer entries than `done`), the
-    world episodes are counted too (`world_episodes`): a world's return is the sum of its
-    agents' returns, and the env's `score` is per world.
-    """
-    ep_return = ep_return + reward
-    ep_length = ep_length + 1
-    stats = {
-        "episodes": done.sum(dtype=jnp.float32),
-        "return_sum": jnp.where(done, ep_return, 0.0).sum(),
-        "length_sum": jnp.where(done, ep_length, 0).sum(dtype=jnp.float32),
-    }
-    world_done = info.get("world_done", done)
-    if world_done.shape != done.shape:
-        stats["world_episodes"] = world_done.sum(dtype=jnp.float32)
-    if "score" in info:
-        stats["score_sum"] = jnp.where(world_done, info["score"], 0).sum(dtype=jnp.float32)
-    return jnp.where(done, 0.0, ep_return), jnp.where(done, 0, ep_length), stats
-
-
 def values_where(value_fn, obs: jax.Array, mask: jax.Array, rows: int) -> jax.Array:
     """`value_fn(obs)` on the rows where `mask` holds, 0 elsewhere, evaluated `rows` rows at a time.
 
@@ -119,34 +167,7 @@ def values_where(value_fn, obs: jax.Array, mask: jax.Array, rows: int) -> jax.Ar
     return out
 
 
-def skip_inactive(update, runner: Any, num_active: jax.Array, length: int) -> tuple[Any, dict]:
-    """Scan `length` calls of `update`; slots from `num_active` on pass the runner through with zero stats.
-
-    One compiled chunk of fixed length then serves every chunk, the shorter last one included.
-    """
-    stats_shape = jax.eval_shape(update, runner)[1]
-
-    def slot(r: Any, i: jax.Array):
-        skip = lambda r: (r, jax.tree.map(lambda s: jnp.zeros(s.shape, s.dtype), stats_shape))
-        return jax.lax.cond(i < num_active, update, skip, r)
-
-    return jax.lax.scan(slot, runner, jnp.arange(length))
-
-
-class Chunked:
-    """`run_chunk` and `train` for an algorithm with `init(key)`, `update(runner)` and `num_updates`."""
-
-    def run_chunk(self, runner: Any, num_active: jax.Array, length: int) -> tuple[Any, dict]:
-        """`length` update slots; the first `num_active` run, the rest pass the runner through (zeros stats)."""
-        return skip_inactive(self.update, runner, num_active, length)
-
-    def train(self, key: jax.Array) -> tuple[Any, dict]:
-        """The whole run as one pure function of the key (for notebooks and sweeps)."""
-        runner = self.init(key)
-        return jax.lax.scan(lambda r, _: self.update(r), runner, None, length=self.num_updates)
-
-
-class PPO(Chunked):
+class PPO:
     """Static pieces of a PPO run: env, network, optimizer and derived sizes."""
 
     def __init__(self, cfg: TrainConfig, env: Any, env_params: Any):
@@ -160,6 +181,7 @@ class PPO(Chunked):
             num_actions = int(math.prod(action_space.shape))
         else:
             num_actions = int(action_space.n)
+        self.action_size = num_actions if self.continuous else 1  # numbers per action
         obs_shape = tuple(self.vec.observation_space(env_params).shape)  # one agent's view
         if self.algo.network == "cnn" and len(obs_shape) != 3:
             raise ConfigError(f"algo.network=cnn needs (H, W, C) observations; {env.name} gives {obs_shape}")
@@ -174,7 +196,7 @@ class PPO(Chunked):
             shared=self.algo.shared_torso,
         )
         self.obs_shape = obs_shape
-        self.num_minibatches = ppo_minibatches(cfg)
+        self.num_minibatches = minibatches(cfg)
         steps = self.num_updates * self.algo.update_epochs * self.num_minibatches
         lr = optax.linear_schedule(self.algo.lr, 0.0, steps) if self.algo.anneal_lr else self.algo.lr
         self.optimizer = optax.chain(optax.clip_by_global_norm(self.algo.max_grad_norm), optax.adam(lr, eps=1e-5))
@@ -207,70 +229,86 @@ class PPO(Chunked):
         """Updates in the run (total_timesteps rounded down to whole updates)."""
         return max(1, int(self.cfg.total_timesteps) // self.steps_per_update)
 
+    def memory(self) -> list[Allocation]:
+        """The rollout storage of one update (observations, actions, log-probs, values, rewards, flags)."""
+        obs = math.prod(self.obs_shape) * jnp.dtype(self.vec.observation_space(self.env_params).dtype).itemsize
+        per_step = obs + 4 * max(1, self.action_size) + 4 * 6 + 2
+        return [
+            Allocation(
+                f"the rollout ({self.batch_size:,} transitions)",
+                self.batch_size * per_step,
+                "num_envs or algo.num_steps",
+            )
+        ]
+
     # -- init -------------------------------------------------------------------------------
 
-    def init(self, key: jax.Array) -> Runner:
+    def init(self, key: jax.Array) -> PPORunner:
         """Fresh network, optimizer and envs for one seed."""
         key, net_key, reset_key = jax.random.split(key, 3)
-        obs, env_state = self.vec.reset(reset_key, self.env_params)
-        params = self.network.init(net_key, obs[:1])
-        n = self.vec.streams
-        return Runner(
+        envs = rollout.reset(self.vec, reset_key, self.env_params, self.initial_carry(self.vec.streams))
+        params = self.network.init(net_key, envs.obs[:1])
+        return PPORunner(
             params=params,
             opt_state=self.optimizer.init(params),
-            env_state=env_state,
-            obs=obs,
+            envs=envs,
             key=key,
-            episode_return=jnp.zeros(n, jnp.float32),
-            episode_length=jnp.zeros(n, jnp.int32),
             update=jnp.zeros((), jnp.int32),
             obs_stats=ObsStats.create(self.obs_shape) if self.algo.normalize_obs else None,
-            env_params=traced(self.env_params),
         )
 
-    # -- rollout ----------------------------------------------------------------------------
+    # -- acting -----------------------------------------------------------------------------
 
     def prepare(self, obs_stats: ObsStats | None, obs: jax.Array) -> jax.Array:
         """Network input: the observation, normalized by the running statistics when they are kept."""
         return obs if obs_stats is None else obs_stats.normalize(obs)
 
-    def policy(self, params: Any, obs_stats: ObsStats | None = None, greedy: bool = True):
-        """`(obs, key) -> actions` for `jaxrl.evaluate.play`: the most likely action, or a sampled one."""
+    def initial_carry(self, batch: int) -> None:
+        """Feed-forward actor-critic: no carry."""
+        return None
 
-        def act(obs: jax.Array, key: jax.Array) -> jax.Array:
-            pi, _ = self.network.apply(params, self.prepare(obs_stats, obs))
+    def policy_params(self, runner: PPORunner) -> tuple[Any, ObsStats | None]:
+        """The network parameters and the observation statistics the policy acts with."""
+        return runner.params, runner.obs_stats
+
+    def policy(self, greedy: bool = True):
+        """`(params, carry, obs, key) -> (carry, actions)`: the most likely action, or a sampled one."""
+
+        def act(params: tuple[Any, ObsStats | None], carry: Any, obs: jax.Array, key: jax.Array):
+            net_params, obs_stats = params
+            pi, _ = self.network.apply(net_params, self.prepare(obs_stats, obs))
             action = networks.mode(pi, self.continuous) if greedy else networks.sample(key, pi, self.continuous)
-            return jnp.clip(action, self.action_low, self.action_high) if self.continuous else action
+            return carry, self.to_env(action)
 
         return act
 
-    def runner_policy(self, runner: Runner, greedy: bool = True):
-        """The policy a runner holds (its params and observation statistics)."""
-        return self.policy(runner.params, runner.obs_stats, greedy)
+    def to_env(self, action: jax.Array) -> jax.Array:
+        """The action the env gets: continuous actions clipped to the space's bounds."""
+        return jnp.clip(action, self.action_low, self.action_high) if self.continuous else action
 
-    def env_step(self, runner: Runner, key: jax.Array) -> tuple[Runner, tuple[Transition, dict]]:
+    def env_step(self, runner: PPORunner, key: jax.Array) -> tuple[PPORunner, tuple[Transition, Any]]:
         """Act in every env once."""
         act_key, step_key = jax.random.split(key)
-        pi, value = self.network.apply(runner.params, self.prepare(runner.obs_stats, runner.obs))
+        pi, value = self.network.apply(runner.params, self.prepare(runner.obs_stats, runner.envs.obs))
         action = networks.sample(act_key, pi, self.continuous)
         log_prob = networks.log_prob(pi, action, self.continuous)
-        env_action = jnp.clip(action, self.action_low, self.action_high) if self.continuous else action
-        obs, env_state, reward, terminated, truncated, info = self.vec.step(
-            step_key, runner.env_state, env_action, runner.env_params
-        )
+        envs, step, _, stats = rollout.step(self.vec, runner.envs, self.to_env(action), step_key)
         value_fn = lambda o: self.network.apply(runner.params, self.prepare(runner.obs_stats, o), method="value")
         # Only truncated steps bootstrap from final_observation; `collect` fills in the rest.
-        truncated_value = values_where(value_fn, info["final_observation"], truncated, self.bootstrap_rows)
-        done = terminated | truncated
-        ep_return, ep_length, stats = episode_stats(reward, done, info, runner.episode_return, runner.episode_length)
-        learn_reward = reward * self.algo.reward_scale
+        truncated_value = values_where(value_fn, step.final_obs, step.truncated, self.bootstrap_rows)
         transition = Transition(
-            runner.obs, action, log_prob, value, truncated_value, learn_reward, terminated, truncated
+            step.obs,
+            action,
+            log_prob,
+            value,
+            truncated_value,
+            step.reward * self.algo.reward_scale,
+            step.terminated,
+            step.truncated,
         )
-        runner = runner.replace(obs=obs, env_state=env_state, episode_return=ep_return, episode_length=ep_length)
-        return runner, (transition, stats)
+        return runner.replace(envs=envs), (transition, stats)
 
-    def collect(self, runner: Runner, key: jax.Array) -> tuple[Runner, Transition, dict]:
+    def collect(self, runner: PPORunner, key: jax.Array) -> tuple[PPORunner, Transition, Any]:
         """Roll out num_steps in every env; episode stats summed over the rollout.
 
         The value of the observation step t reached is the next step's value unless the episode
@@ -279,7 +317,8 @@ class PPO(Chunked):
         """
         keys = jax.random.split(key, self.algo.num_steps)
         runner, (traj, stats) = jax.lax.scan(self.env_step, runner, keys)
-        last_value = self.network.apply(runner.params, self.prepare(runner.obs_stats, runner.obs), method="value")
+        obs = self.prepare(runner.obs_stats, runner.envs.obs)
+        last_value = self.network.apply(runner.params, obs, method="value")
         following = jnp.concatenate([traj.value[1:], last_value[None]])
         traj = traj.replace(next_value=jnp.where(traj.truncated, traj.next_value, following))
         return runner, traj, jax.tree.map(jnp.sum, stats)
@@ -321,7 +360,7 @@ class PPO(Chunked):
         step = lambda c, minibatch: self.minibatch_step(c, minibatch, obs_stats)
         return jax.lax.scan(step, carry, jax.tree.map(split, data))
 
-    def update(self, runner: Runner) -> tuple[Runner, dict]:
+    def update(self, runner: PPORunner) -> tuple[PPORunner, UpdateStats]:
         """Collect one rollout and learn from it for update_epochs epochs."""
         key, rollout_key, epoch_key = jax.random.split(runner.key, 3)
         runner, traj, stats = self.collect(runner.replace(key=key), rollout_key)
@@ -341,13 +380,10 @@ class PPO(Chunked):
         (params, opt_state), loss_stats = jax.lax.scan(
             lambda c, k: self.epoch(c, k, data, obs_stats), carry, epoch_keys
         )
-        stats.update(jax.tree.map(jnp.mean, loss_stats))
         if obs_stats is not None:
             obs_stats = obs_stats.update(traj.obs)
         runner = runner.replace(params=params, opt_state=opt_state, update=runner.update + 1, obs_stats=obs_stats)
-        return runner, stats
+        return runner, UpdateStats(episodes=stats, learner=jax.tree.map(jnp.mean, loss_stats))
 
 
-def make_train(cfg: TrainConfig, env: Any, env_params: Any) -> PPO:
-    """Static PPO pieces for this config; `make_train(...).train` is pure and jittable."""
-    return PPO(cfg, env, env_params)
+register("ppo", PPOConfig, PPO, doc="PPO: clipped surrogate, GAE, minibatch SGD over each rollout")

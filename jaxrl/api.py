@@ -1,0 +1,322 @@
+"""The Python API: `jaxrl.train(...) -> Run`, `jaxrl.load(run_dir) -> Run`. The CLI is a thin layer over it.
+
+    run = jaxrl.train(env="snake", total_timesteps=2e6, seed=1, **{"algo.lr": 3e-4})
+    run.summary["final_score"], run.metrics, run.evaluate(episodes=100), run.replay()
+    run = jaxrl.train(resume=run.run_dir, total_timesteps=4e6)   # continue it
+
+Keyword arguments use the command line's keys: `num_envs=512`, `**{"algo.lr": 3e-4}`, or nested
+dicts `algo={"lr": 3e-4}` (a dict's `name` picks the group: `env={"name": "grid", "num_agents": 4}`).
+Bad arguments raise `jaxrl.ConfigError` with the line the CLI prints.
+"""
+
+from __future__ import annotations
+
+import csv
+import dataclasses
+import json
+import re
+import sys
+from collections.abc import Callable, Sequence
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from jaxrl.config import ConfigError, TrainConfig
+
+GROUPS = ("env", "algo", "preset")  # keys whose string value picks a config group
+
+
+# -- keyword arguments as command-line overrides ------------------------------------------------
+
+
+def _value(value: Any) -> str:
+    """A Python value in Hydra's override grammar."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int | float):
+        return repr(value)
+    if isinstance(value, Path):
+        value = str(value)
+    if isinstance(value, str):
+        if re.fullmatch(r"[A-Za-z0-9_./:+\-~]+", value):
+            return value
+        return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
+    if isinstance(value, Sequence):
+        return "[" + ",".join(_value(v) for v in value) + "]"
+    if isinstance(value, dict):
+        return "{" + ",".join(f"{k}:{_value(v)}" for k, v in value.items()) + "}"
+    raise ConfigError(f"{value!r} cannot be a setting: use numbers, strings, booleans, lists or dicts")
+
+
+def to_overrides(settings: dict[str, Any]) -> list[str]:
+    """`{"num_envs": 8, "algo": {"lr": 3e-4}, "algo.n_step": 3}` -> ["num_envs=8", "algo.lr=0.0003", "algo.n_step=3"]."""
+    out: list[str] = []
+    for key, value in settings.items():
+        if isinstance(value, dict) and key != "curriculum":
+            nested = dict(value)
+            if key in GROUPS and "name" in nested:
+                out.append(f"{key}={_value(nested.pop('name'))}")
+            out += to_overrides({f"{key}.{k}": v for k, v in nested.items()})
+        else:
+            out.append(f"{key}={_value(value)}")
+    return out
+
+
+# -- a training run ---------------------------------------------------------------------------
+
+
+def default_run_dir(cfg: TrainConfig) -> Path:
+    stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
+    return Path("runs") / f"{cfg.env.name}-{cfg.algo.name}-{stamp}"
+
+
+def check_same_state(saved: TrainConfig, cfg: TrainConfig, overrides: list[str]) -> None:
+    """ConfigError when resume overrides would change the shapes or dtypes of the saved training state."""
+    import jax
+
+    from jaxrl.config import make_env
+    from jaxrl.driver import Program
+
+    shapes = lambda c: jax.tree.map(lambda a: (a.shape, str(a.dtype)), Program(c, *make_env(c)).abstract_runner())
+    before, after = shapes(saved), shapes(cfg)
+    if jax.tree.structure(before) != jax.tree.structure(after) or jax.tree.leaves(before) != jax.tree.leaves(after):
+        raise ConfigError(
+            f"{' '.join(overrides)} would change the shapes of the saved training state; a resumed run keeps them"
+            " (start a new run to change them)"
+        )
+
+
+def _prepare(cfg: TrainConfig) -> tuple[Any, Any, Any]:
+    """(devices, program, curriculum) for a config, every check done before anything is written."""
+    from jaxrl.config import logger_names, make_env
+    from jaxrl.curriculum import for_config
+    from jaxrl.devices import select_device
+    from jaxrl.driver import Program
+    from jaxrl.runlog import check_loggers
+
+    try:
+        check_loggers(logger_names(cfg.logger))
+    except ImportError as e:
+        raise ConfigError(str(e)) from None
+    devices = select_device(cfg.device)
+    env, env_params = make_env(cfg)
+    program = Program(cfg, env, env_params)
+    program.check_memory(devices[0])
+    return devices, program, for_config(cfg, env, env_params, program.steps_per_update)
+
+
+def _start(cfg: TrainConfig, resolved: Any, resume: Path | None) -> tuple[Any, Any, Any]:
+    """(context, runner, checkpointer) of a fresh or resumed run, compiled and announced."""
+    from omegaconf import OmegaConf
+
+    from jaxrl.checkpoint import Checkpointer
+    from jaxrl.driver import RunContext, RunProgress
+
+    devices, program, curriculum = _prepare(cfg)
+    device = devices[0]
+    run_dir = resume or (Path(cfg.run_dir).expanduser() if cfg.run_dir else default_run_dir(cfg))
+    run_dir.mkdir(parents=True, exist_ok=True)
+    checkpoints = Checkpointer(run_dir / "checkpoints", keep=cfg.checkpoint.keep)
+    print(f"device: {device.platform} x{len(devices)} ({device.device_kind})", flush=True)
+    print(
+        f"env: {cfg.env.name} | algo: {cfg.algo.name} | seeds: {cfg.num_seeds} | envs/seed: {cfg.num_envs}"
+        f" | run dir: {run_dir}",
+        flush=True,
+    )
+    runner, progress = None, RunProgress()
+    if resume is not None:
+        warn = lambda line: print(line, file=sys.stderr, flush=True)
+        step, runner, meta = checkpoints.restore_latest(program.abstract_runner(), warn=warn)
+        progress = RunProgress.from_meta(meta)
+        print(f"resumed from {checkpoints.path(step)} ({step:,} env steps per seed)", flush=True)
+    (run_dir / "config.yaml").write_text(OmegaConf.to_yaml(resolved, resolve=True))  # with any resume overrides
+    runner, compile_s = program.compile(runner)
+    progress.compile_s += compile_s
+    total = program.num_updates * program.steps_per_update
+    rounded = "" if total == int(cfg.total_timesteps) else f" ({total:,} env steps: total_timesteps rounded down to whole updates)"
+    print(f"compiled in {compile_s:.1f}s; {program.num_updates} updates in chunks of {program.chunk}{rounded}", flush=True)
+    ctx = RunContext(cfg, resolved, program, run_dir, progress, device=device, resumed=resume is not None)
+    return ctx, runner, (checkpoints, curriculum)
+
+
+def run_training(cfg: TrainConfig, resolved: Any, resume: Path | None = None, hooks: Sequence[Any] = ()) -> Any:
+    """Train (or resume) as configured, writing the run directory; returns the run's `RunContext`."""
+    from jaxrl import hooks as jobs
+    from jaxrl.driver import host_loop
+
+    ctx, runner, (checkpoints, curriculum) = _start(cfg, resolved, resume)
+    schedule = [jobs.CurriculumHook(curriculum)] if curriculum is not None else []
+    chain = [
+        *schedule,
+        jobs.MetricsHook(schedule[0] if schedule else None),
+        jobs.CheckpointHook(checkpoints),
+        *hooks,
+        jobs.SummaryHook(),
+    ]
+    try:
+        for hook in chain:
+            hook.start(ctx)
+        with jobs.StopSignal(ctx):
+            runner = host_loop(ctx, runner, chain)
+        for hook in chain:
+            hook.end(ctx, runner)
+    finally:
+        for hook in chain:
+            hook.close(ctx)
+    return ctx
+
+
+def compose(settings: dict[str, Any], resume: str | Path | None = None) -> tuple[TrainConfig, Any, Path | None]:
+    """(typed config, resolved config, resume dir) for keyword settings; ConfigError (one line) otherwise."""
+    from jaxrl.cli_config import compose_config, resume_config
+
+    overrides = to_overrides(settings)
+    if resume is None:
+        cfg, resolved = compose_config(overrides)
+        return cfg, resolved, None
+    run_dir = Path(resume).expanduser()
+    cfg, resolved, saved = resume_config(run_dir, overrides)
+    if overrides:
+        check_same_state(saved, cfg, overrides)
+    return cfg, resolved, run_dir
+
+
+def train(
+    env: str | dict[str, Any] | None = None,
+    algo: str | dict[str, Any] | None = None,
+    total_timesteps: float | None = None,
+    seed: int | None = None,
+    run_dir: str | Path | None = None,
+    resume: str | Path | None = None,
+    hooks: Sequence[Any] = (),
+    **overrides: Any,
+) -> Run:
+    """Train an agent (or continue `resume=RUN_DIR`) and return its `Run`; settings as on the command line."""
+    named = {"env": env, "algo": algo, "total_timesteps": total_timesteps, "seed": seed, "run_dir": run_dir}
+    settings = {k: v for k, v in named.items() if v is not None} | overrides
+    cfg, resolved, resume_dir = compose(settings, resume)
+    ctx = run_training(cfg, resolved, resume_dir, hooks)
+    return Run(ctx.run_dir, cfg)
+
+
+def load(run_dir: str | Path) -> Run:
+    """Reopen a finished or interrupted run (ConfigError when it is not a run directory)."""
+    from jaxrl.cli_config import resume_config
+
+    run_dir = Path(run_dir).expanduser()
+    cfg, _, _ = resume_config(run_dir, [], flag="run_dir")
+    return Run(run_dir, cfg)
+
+
+# -- a run, reopened ---------------------------------------------------------------------------
+
+
+@dataclasses.dataclass(frozen=True)
+class Policy:
+    """A trained policy: `apply(params, carry, obs, key) -> (carry, action)`, jitted, with one seed's params."""
+
+    apply: Callable[[Any, Any, Any, Any], tuple[Any, Any]]
+    params: Any
+    initial_carry: Callable[[int], Any]  # batch -> carry (None for feed-forward networks)
+
+    def __call__(self, obs: Any, key: Any, carry: Any = None) -> tuple[Any, Any]:
+        """(carry, actions) for a batch of observations."""
+        return self.apply(self.params, carry, obs, key)
+
+
+class Run:
+    """A run directory: its config, summary, metrics, checkpoints, and evaluation of its policy."""
+
+    def __init__(self, run_dir: str | Path, config: TrainConfig):
+        self.run_dir = Path(run_dir)
+        self.config = config  # the resolved, typed config
+        self._restored: dict[Any, Any] = {}
+
+    def __repr__(self) -> str:
+        return f"Run({str(self.run_dir)!r}, env={self.config.env.name}, algo={self.config.algo.name})"
+
+    @property
+    def summary(self) -> dict[str, Any] | None:
+        """summary.json (None while the run has not ended)."""
+        path = self.run_dir / "summary.json"
+        return json.loads(path.read_text()) if path.exists() else None
+
+    @property
+    def metrics(self) -> Any:
+        """metrics.csv: a pandas DataFrame when pandas is installed, else a list of dicts of numbers."""
+        path = self.run_dir / "metrics.csv"
+        try:
+            import pandas
+        except ImportError:
+            pandas = None
+        if pandas is not None:
+            return pandas.read_csv(path) if path.exists() else pandas.DataFrame()
+        if not path.exists():
+            return []
+        with open(path, newline="") as f:
+            return [{k: _number(v) for k, v in row.items()} for row in csv.DictReader(f)]
+
+    def restore(self, step: int | None = None) -> tuple[int, Any, Any]:
+        """(step, runner of every seed, Program) of checkpoint `step` (default: the newest readable one)."""
+        if step in self._restored:
+            return self._restored[step]
+        from jaxrl.checkpoint import Checkpointer, CheckpointError
+        from jaxrl.config import make_env
+        from jaxrl.driver import Program
+
+        program = Program(self.config, *make_env(self.config))
+        checkpoints = Checkpointer(self.run_dir / "checkpoints")
+        warn = lambda line: print(line, file=sys.stderr, flush=True)
+        try:
+            if step is None:
+                found, runner, _ = checkpoints.restore_latest(program.abstract_runner(), warn=warn)
+            else:
+                if step not in checkpoints.steps():
+                    have = ", ".join(map(str, checkpoints.steps())) or "none"
+                    raise CheckpointError(f"step={step} has no checkpoint in {self.run_dir}; saved steps: {have}")
+                found = step
+                runner, _ = checkpoints.restore(step, program.abstract_runner())
+        finally:
+            checkpoints.close()
+        self._restored[step] = (found, runner, program)
+        return self._restored[step]
+
+    def evaluate(self, episodes: int = 100, greedy: bool = True, seed: int = 0, step: int | None = None) -> dict:
+        """Play `episodes` per seed; the eval.json dict (also written). No replay is drawn."""
+        from jaxrl.eval import evaluate
+
+        return evaluate(self, episodes=episodes, greedy=greedy, seed=seed, step=step, render="none")
+
+    def replay(self, path: str | Path | None = None, episodes: int = 100, greedy: bool = True, fps: int = 10) -> Path:
+        """The GIF of the best of `episodes` episodes per seed (default RUN_DIR/replay.gif)."""
+        from jaxrl.eval import evaluate
+
+        result = evaluate(self, episodes=episodes, greedy=greedy, render="gif", fps=fps, out=path)
+        if not result.get("replay"):
+            raise ConfigError(f"{self.config.env.name} does not draw itself as a picture; no replay")
+        return Path(result["replay"])
+
+    @property
+    def policy(self) -> Policy:
+        """The greedy policy of seed 0 at the newest checkpoint (see `policy_of` for others)."""
+        return self.policy_of()
+
+    def policy_of(self, seed: int = 0, greedy: bool = True, step: int | None = None) -> Policy:
+        """The policy of one seed at a checkpoint: greedy, or acting as in training."""
+        import jax
+
+        _, runner, program = self.restore(step)
+        params = jax.tree.map(lambda x: x[seed], program.algo.policy_params(runner))
+        return Policy(jax.jit(program.algo.policy(greedy)), params, program.algo.initial_carry)
+
+
+def _number(text: str) -> Any:
+    try:
+        return int(text)
+    except ValueError:
+        try:
+            return float(text)
+        except ValueError:
+            return text

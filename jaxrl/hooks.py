@@ -1,0 +1,246 @@
+"""The host jobs of a run, one hook each: curriculum, metrics and loggers, checkpoints, the stop signal,
+fault injection for tests, and the summary. `jaxrl.train(..., hooks=[...])` appends a user's own.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import os
+import signal
+import threading
+import time
+from typing import Any, Self
+
+import numpy as np
+
+from jaxrl import stats as episode
+from jaxrl.driver import Chunk, Hook, RunContext
+
+
+def nanmean(values: np.ndarray) -> float:
+    """Mean over the finite entries (NaN marks updates without that figure, e.g. DQN before learning starts)."""
+    finite = np.asarray(values, np.float64)
+    finite = finite[np.isfinite(finite)]
+    return float(finite.mean()) if finite.size else math.nan
+
+
+def chunk_record(steps: int, stats: episode.EpisodeStats) -> dict[str, Any]:
+    """Per-seed sums of one chunk's episode stats (JSON-ready), as kept in `RunProgress.history`."""
+    sums = {k: np.asarray(v).sum(axis=1).tolist() for k, v in episode.as_dict(stats).items()}
+    return {"env_steps": steps, **sums}
+
+
+class CurriculumHook(Hook):
+    """Switches env params at phase boundaries (between chunks, same compiled program) and cuts chunks there."""
+
+    def __init__(self, curriculum: Any):
+        self.curriculum = curriculum
+
+    def before_chunk(self, ctx: RunContext, runner: Any, active: int) -> tuple[Any, int]:
+        done = ctx.progress.done_updates
+        phase = self.curriculum.phase(done)
+        if phase is not ctx.phase:
+            ctx.phase = phase
+            runner = ctx.program.with_env_params(runner, self.curriculum.params(phase))
+        return runner, min(active, self.curriculum.updates_left(done) or active)
+
+    def label(self, ctx: RunContext) -> str:
+        return f"{ctx.phase.index}/{len(self.curriculum)}"
+
+
+class MetricsHook(Hook):
+    """Each chunk: a metrics.csv row, the optional loggers (TensorBoard, W&B) and the progress line."""
+
+    def __init__(self, curriculum: CurriculumHook | None = None):
+        self.curriculum = curriculum
+        self.progress = self.metrics = None
+        self.loggers: list[Any] = []
+
+    def start(self, ctx: RunContext) -> None:
+        from omegaconf import OmegaConf
+
+        from jaxrl.config import logger_names
+        from jaxrl.runlog import MetricsCSV, Progress, open_loggers
+
+        total = ctx.program.num_updates * ctx.program.steps_per_update
+        self.progress = Progress(total, ctx.cfg.progress, start=ctx.env_steps)
+        self.metrics = MetricsCSV(ctx.run_dir / "metrics.csv", keep_until=ctx.env_steps if ctx.resumed else None)
+        config = OmegaConf.to_container(ctx.resolved, resolve=True)
+        self.loggers = open_loggers(logger_names(ctx.cfg.logger), ctx.run_dir, ctx.cfg.wandb_project, config)
+
+    def after_chunk(self, ctx: RunContext, runner: Any, chunk: Chunk) -> None:
+        ctx.progress.history.append(chunk_record(chunk.env_steps, chunk.stats.episodes))
+        means = episode.means(chunk.stats.episodes, ctx.program.agents_per_world)
+        learner = {k: nanmean(v) for k, v in chunk.stats.learner.items()}
+        wall = ctx.progress.train_s + ctx.progress.compile_s
+        row = {"env_steps": chunk.env_steps, "sps": chunk.sps, "wall_s": wall, **means, **learner}
+        phase = None
+        if ctx.phase is not None:
+            row["phase"] = ctx.phase.index
+            phase = self.curriculum.label(ctx) if self.curriculum else str(ctx.phase.index)
+        self.metrics.write(row)
+        for logger in self.loggers:
+            logger.write(chunk.env_steps, row)
+        self.progress.update(chunk.env_steps, chunk.sps, means, phase=phase)
+
+    def close(self, ctx: RunContext) -> None:
+        for part in (self.progress, self.metrics, *self.loggers):
+            if part is not None:
+                part.close()
+
+
+def checkpoint_meta(ctx: RunContext) -> dict[str, Any]:
+    """What a checkpoint saves beside the state: progress, config, env and versions."""
+    from omegaconf import OmegaConf
+
+    from jaxrl.checkpoint import versions
+    from jaxrl.config import env_settings
+
+    cfg = ctx.cfg
+    return {
+        **dataclasses.asdict(ctx.progress),
+        "env_steps_per_seed": ctx.env_steps,
+        "num_updates": ctx.program.num_updates,
+        "config": OmegaConf.to_container(ctx.resolved, resolve=True),
+        "env": {"name": cfg.env.name, "kwargs": env_settings(cfg)},
+        "algo": cfg.algo.name,
+        "versions": versions(),
+    }
+
+
+class CheckpointHook(Hook):
+    """Saves every `checkpoint.every_steps` env steps and/or `every_minutes`, and once at the end."""
+
+    def __init__(self, checkpoints: Any):
+        self.checkpoints = checkpoints
+        self.saved_steps = 0
+        self.saved_at = time.monotonic()
+
+    def start(self, ctx: RunContext) -> None:
+        self.saved_steps, self.saved_at = ctx.env_steps, time.monotonic()
+
+    def after_chunk(self, ctx: RunContext, runner: Any, chunk: Chunk) -> None:
+        every_steps, every_minutes = ctx.cfg.checkpoint.every_steps, ctx.cfg.checkpoint.every_minutes
+        due = (every_steps is not None and chunk.env_steps - self.saved_steps >= every_steps) or (
+            every_minutes is not None and time.monotonic() - self.saved_at >= 60 * every_minutes
+        )
+        if due and not ctx.finished and not ctx.stop_requested:  # the end saves anyway
+            ctx.saved = self.checkpoints.save(chunk.env_steps, runner, checkpoint_meta(ctx))
+            self.saved_steps, self.saved_at = chunk.env_steps, time.monotonic()
+
+    def end(self, ctx: RunContext, runner: Any) -> None:
+        steps = ctx.env_steps
+        if steps > self.saved_steps or not self.checkpoints.steps():
+            ctx.saved = self.checkpoints.save(steps, runner, checkpoint_meta(ctx), wait=True)
+        else:
+            ctx.saved = self.checkpoints.path(steps)
+
+    def close(self, ctx: RunContext) -> None:
+        self.checkpoints.close()
+
+
+class StopSignal:
+    """First Ctrl-C: finish the chunk, save, end (ctx.stop_requested). Second: stop at once (KeyboardInterrupt)."""
+
+    def __init__(self, ctx: RunContext):
+        self.ctx = ctx
+        self._previous = None
+
+    def __enter__(self) -> Self:
+        if threading.current_thread() is threading.main_thread():
+            self._previous = signal.signal(signal.SIGINT, self._handle)
+        return self
+
+    def _handle(self, signum: int, frame: Any) -> None:
+        if self.ctx.stop_requested:
+            raise KeyboardInterrupt
+        self.ctx.stop_requested = True
+        print("\ninterrupt: saving a checkpoint after this chunk (Ctrl-C again stops without saving)", flush=True)
+
+    def __exit__(self, *exc: Any) -> None:
+        if self._previous is not None:
+            signal.signal(signal.SIGINT, self._previous)
+
+
+class KillAfterChunks(Hook):
+    """Fault injection for the resume tests: SIGKILL this process after `chunks` chunks of this process."""
+
+    def __init__(self, chunks: int):
+        self.chunks = chunks
+        self.seen = 0
+
+    def after_chunk(self, ctx: RunContext, runner: Any, chunk: Chunk) -> None:
+        self.seen += 1
+        if self.seen >= self.chunks:
+            os.kill(os.getpid(), signal.SIGKILL)
+
+
+def summarize(ctx: RunContext) -> dict[str, Any]:
+    """Summary figures; final_* are means over the finished episodes of the last ~10% of chunks, all
+    seeds (widened back to the last chunks that finished an episode, when episodes outlast that span)."""
+    cfg, run, per_update = ctx.cfg, ctx.progress, ctx.program.steps_per_update
+    summary: dict[str, Any] = {
+        "env": cfg.env.name,
+        "algo": cfg.algo.name,
+        "num_seeds": cfg.num_seeds,
+        "env_steps": run.done_updates * per_update * cfg.num_seeds,
+        "env_steps_per_seed": run.done_updates * per_update,
+        "updates": run.done_updates,
+        "compile_s": run.compile_s,
+        "train_s": run.train_s,
+        "wall_s": run.compile_s + run.train_s,
+        "sps": run.done_updates * per_update * cfg.num_seeds / run.train_s if run.train_s else 0.0,
+        "final_return": math.nan,
+    }
+    if run.history:
+        summary.update(final_figures(run.history, cfg.num_seeds, ctx.program.agents_per_world))
+    return summary
+
+
+def final_figures(history: list[dict[str, Any]], num_seeds: int, agents: int) -> dict[str, Any]:
+    """final_return (and world return, score) over the last ~10% of chunks, overall and per seed."""
+    span = max(1, math.ceil(0.1 * len(history)))
+    while span < len(history) and not np.sum([chunk["episodes"] for chunk in history[-span:]]):
+        span += 1
+    tail = history[-span:]
+    per_seed = {k: np.array([chunk[k] for chunk in tail]).T for k in tail[0] if k != "env_steps"}  # (seeds, chunks)
+    last = episode.means(episode.from_dict(per_seed), agents)
+    seeds = [episode.means(episode.from_dict({k: v[s] for k, v in per_seed.items()}), agents) for s in range(num_seeds)]
+    out = {"final_return": last["episode_return"], "final_return_per_seed": [m["episode_return"] for m in seeds]}
+    for key, name in (("world_return", "final_world_return"), (episode.SCORE, "final_score")):
+        if key in last:
+            out[name] = last[key]
+            out[f"{name}_per_seed"] = [m[key] for m in seeds]
+    return out
+
+
+class SummaryHook(Hook):
+    """At the end: summary.json, learning_curve.png and the closing lines."""
+
+    def end(self, ctx: RunContext, runner: Any) -> None:
+        from jaxrl.runlog import plot_learning_curve, write_json
+
+        summary = summarize(ctx)
+        curve = ctx.run_dir / "learning_curve.png"
+        if plot_learning_curve(ctx.progress.history, curve, f"{ctx.cfg.env.name} {ctx.cfg.algo.name}"):
+            summary["learning_curve"] = str(curve)
+        device = ctx.device.platform if ctx.device is not None else None
+        summary.update(interrupted=ctx.interrupted, device=device, run_dir=str(ctx.run_dir), checkpoint=str(ctx.saved))
+        write_json(ctx.run_dir / "summary.json", summary)
+        print(closing_line(summary, ctx.interrupted))
+        resume = f" (resume: python -m jaxrl.train resume={ctx.run_dir})" if ctx.interrupted else ""
+        print(f"checkpoint: {ctx.saved}{resume}", flush=True)
+
+
+def closing_line(summary: dict[str, Any], interrupted: bool) -> str:
+    final = f"final return {summary['final_return']:.2f}" if summary["final_return"] is not None else ""
+    if summary.get("final_world_return") is not None:
+        final += f" per agent, {summary['final_world_return']:.2f} per world"
+    if summary.get("final_score") is not None:
+        final += f", final score {summary['final_score']:.2f}"
+    return (
+        f"{'interrupted' if interrupted else 'done'}: {summary['env_steps']:,} env steps in "
+        f"{summary['wall_s']:.1f}s ({summary['sps']:,.0f} steps/s after compile); {final}; {summary['run_dir']}"
+    )
+

@@ -1,0 +1,110 @@
+"""Episode statistics: summed on device per update, turned into means on the host.
+
+An update returns an `UpdateStats`: the `EpisodeStats` sums over the episodes that ended
+during it, and the algorithm's own figures (losses, epsilon). Sums, not per-episode lists,
+so a chunk of updates comes back to the host as a few kilobytes.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from flax import struct
+
+SCORE = "score"  # an env may report info["score"] per world (Snake: apples eaten); it is averaged like the return
+
+
+@struct.dataclass
+class EpisodeStats:
+    """Sums over the episodes that ended: per stream (agent), and per world for the score."""
+
+    episodes: jax.Array  # () float32, stream episodes that ended
+    return_sum: jax.Array  # () float32, their returns summed
+    length_sum: jax.Array  # () float32, their lengths summed
+    world_episodes: jax.Array  # () float32, world episodes that ended (= episodes with one agent per world)
+    score_sum: jax.Array | None = None  # () float32, info["score"] summed over ended worlds; None: no score
+
+    @classmethod
+    def zeros_like(cls, stats: EpisodeStats) -> EpisodeStats:
+        return jax.tree.map(jnp.zeros_like, stats)
+
+    def __add__(self, other: EpisodeStats) -> EpisodeStats:
+        return jax.tree.map(jnp.add, self, other)
+
+
+@struct.dataclass
+class UpdateStats:
+    """What one update reports: episode sums and the algorithm's own figures (one value each)."""
+
+    episodes: EpisodeStats
+    learner: dict[str, jax.Array]  # e.g. policy_loss, value_loss, entropy (PPO); loss, q_mean, epsilon (DQN)
+
+
+def episode_step(
+    reward: jax.Array,
+    done: jax.Array,
+    world_done: jax.Array,
+    info: dict[str, Any],
+    ep_return: jax.Array,
+    ep_length: jax.Array,
+) -> tuple[jax.Array, jax.Array, EpisodeStats]:
+    """Advance the running per-stream return and length by one step; sum the episodes that ended.
+
+    `done` is per stream (streams,); `world_done` per world (worlds,); with one agent per world
+    they are the same array. Returns the running sums for the next step and this step's stats.
+    """
+    ep_return = ep_return + reward
+    ep_length = ep_length + 1
+    score = info.get(SCORE)
+    stats = EpisodeStats(
+        episodes=done.sum(dtype=jnp.float32),
+        return_sum=jnp.where(done, ep_return, 0.0).sum(),
+        length_sum=jnp.where(done, ep_length, 0).sum(dtype=jnp.float32),
+        world_episodes=world_done.sum(dtype=jnp.float32),
+        score_sum=None if score is None else jnp.where(world_done, score, 0).sum(dtype=jnp.float32),
+    )
+    return jnp.where(done, 0.0, ep_return), jnp.where(done, 0, ep_length), stats
+
+
+# -- host side ----------------------------------------------------------------------------
+
+
+def as_dict(stats: EpisodeStats) -> dict[str, Any]:
+    """The record's fields by name (absent optional ones left out): for JSON and tables."""
+    return {f.name: getattr(stats, f.name) for f in dataclasses.fields(stats) if getattr(stats, f.name) is not None}
+
+
+def from_dict(values: dict[str, Any]) -> EpisodeStats:
+    """Inverse of `as_dict` (host arrays or lists; missing world counts mean one agent per world)."""
+    get = lambda k: None if values.get(k) is None else np.asarray(values[k], np.float64)
+    world = get("world_episodes")
+    return EpisodeStats(
+        episodes=get("episodes"),
+        return_sum=get("return_sum"),
+        length_sum=get("length_sum"),
+        world_episodes=get("episodes") if world is None else world,
+        score_sum=get("score_sum"),
+    )
+
+
+def means(stats: EpisodeStats, agents_per_world: int = 1) -> dict[str, float]:
+    """Means over the finished episodes of summed stats (any shape; NaN where none finished).
+
+    `episode_return` is per stream (per agent); with several agents per world `world_return`
+    (a world's return: the sum over its agents) is added. `score` is per world.
+    """
+    n = float(np.sum(stats.episodes))
+    worlds = float(np.sum(stats.world_episodes))
+    per = lambda total, count: float(np.sum(total)) / count if count else math.nan
+    out = {"episode_return": per(stats.return_sum, n), "episode_length": per(stats.length_sum, n)}
+    if agents_per_world > 1:
+        out["world_return"] = per(stats.return_sum, worlds)
+    if stats.score_sum is not None:
+        out[SCORE] = per(stats.score_sum, worlds)
+    out["episodes"] = n
+    return out
