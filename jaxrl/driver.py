@@ -18,6 +18,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxrl import algorithm, loop
+from jaxrl.compiling import compile_aside, compile_jit
 from jaxrl.config import TrainConfig, agents_per_world
 from jaxrl.stats import UpdateStats
 
@@ -62,10 +63,21 @@ class Program:
         return jax.eval_shape(self._init_fn, self.seed_keys())
 
     def compile(self, runner: Any = None) -> tuple[Any, float]:
-        """The runner (fresh unless given, e.g. restored) and the seconds spent compiling init and one chunk."""
+        """The runner (fresh unless given, e.g. restored) and the seconds spent compiling init and one chunk.
+
+        A fresh run's init compiles on another thread while the chunk is traced and compiled
+        against its output shapes (measured on the 2-core CPU: 0.4-0.6 s of 3-4 s saved).
+        """
         t0 = time.perf_counter()
-        runner = self._init_fn(self.seed_keys()) if runner is None else jax.device_put(runner)
-        self._compiled = self._chunk_fn.lower(runner, jnp.int32(self.chunk)).compile()
+        init = None
+        if runner is None:
+            keys = self.seed_keys()
+            init, abstract = compile_aside(self._init_fn, keys)
+        else:
+            runner = abstract = jax.device_put(runner)
+        self._compiled = compile_jit(self._chunk_fn, abstract, jnp.int32(self.chunk))
+        if init is not None:
+            runner = init.result()(keys)
         jax.block_until_ready(runner)
         return runner, time.perf_counter() - t0
 
@@ -75,11 +87,21 @@ class Program:
         stacked = jax.tree.map(lambda x: np.broadcast_to(x, (seeds, *x.shape)).copy(), params)
         return runner.replace(envs=runner.envs.replace(params=stacked))
 
-    def run_chunk(self, runner: Any, active: int) -> tuple[Any, UpdateStats]:
-        """`active` updates of every seed; stats on the host as (seeds, active) arrays."""
-        runner, stats = self._compiled(runner, jnp.int32(active))
+    def dispatch(self, runner: Any, active: int) -> tuple[Any, UpdateStats]:
+        """Start `active` updates of every seed; returns at once with the runner and stats to come
+        (jax's asynchronous dispatch). The runner passed in is donated: do not use it again."""
+        return self._compiled(runner, jnp.int32(active))
+
+    @staticmethod
+    def fetch(stats: UpdateStats, active: int) -> UpdateStats:
+        """A dispatched chunk's stats on the host as (seeds, active) arrays; waits for the chunk."""
         stats = jax.device_get(stats)
-        return runner, jax.tree.map(lambda v: np.asarray(v)[:, :active], stats)
+        return jax.tree.map(lambda v: np.asarray(v)[:, :active], stats)
+
+    def run_chunk(self, runner: Any, active: int) -> tuple[Any, UpdateStats]:
+        """`active` updates of every seed, waited for; stats on the host as (seeds, active) arrays."""
+        runner, stats = self.dispatch(runner, active)
+        return runner, self.fetch(stats, active)
 
 
 @dataclasses.dataclass
@@ -97,14 +119,24 @@ class RunProgress:
 
 
 @dataclasses.dataclass
+class Plan:
+    """A chunk about to be dispatched, as `Hook.before_chunk` may shape it."""
+
+    start: int  # updates done before it
+    active: int  # updates it runs (a hook may cut it short)
+    phase: Any = None  # the curriculum phase it runs in (None without a curriculum)
+
+
+@dataclasses.dataclass
 class Chunk:
-    """One chunk as the hooks see it."""
+    """One chunk as the hooks see it after it ran."""
 
     active: int  # updates run
-    seconds: float  # wall time of the compiled call, stats fetched
+    seconds: float  # wall time it kept the device busy (from its start or the previous chunk's end)
     env_steps: int  # env steps per seed after it
     sps: float  # env steps per second, all seeds
     stats: UpdateStats  # (seeds, active) host arrays
+    phase: Any = None  # the curriculum phase it ran in
 
 
 @dataclasses.dataclass
@@ -118,8 +150,7 @@ class RunContext:
     progress: RunProgress
     device: Any = None  # the jax device the run uses
     resumed: bool = False
-    stop_requested: bool = False  # set by the stop signal: finish this chunk, save, end
-    phase: Any = None  # the curriculum phase now running (None without a curriculum)
+    stop_requested: bool = False  # set by the stop signal: finish the chunks dispatched, save, end
     saved: Path | None = None  # the last checkpoint written
     interrupted: bool = False
 
@@ -142,12 +173,24 @@ class Hook:
     def start(self, ctx: RunContext) -> None:
         """Before the first chunk (after compile)."""
 
-    def before_chunk(self, ctx: RunContext, runner: Any, active: int) -> tuple[Any, int]:
-        """May change the runner (e.g. env params) and cut the chunk short; returns both."""
-        return runner, active
+    def before_chunk(self, ctx: RunContext, runner: Any, plan: Plan) -> Any:
+        """Before a chunk is dispatched: may change the runner (e.g. env params) and the plan; returns the runner.
+
+        With a chunk in flight this runs while that chunk computes, so `ctx.progress` may not
+        have reached `plan.start` yet.
+        """
+        return runner
+
+    def needs_runner(self, ctx: RunContext, done_updates: int) -> bool:
+        """Whether `after_chunk` of the chunk ending at `done_updates` needs the runner (e.g. to save it).
+
+        The next chunk is then dispatched only after that; otherwise it is dispatched first, so
+        the device never waits on host work, and `after_chunk` gets `runner=None`.
+        """
+        return False
 
     def after_chunk(self, ctx: RunContext, runner: Any, chunk: Chunk) -> None:
-        """After every chunk."""
+        """After every chunk; `runner` is None unless a hook's `needs_runner` asked for it."""
 
     def end(self, ctx: RunContext, runner: Any) -> None:
         """After the last chunk, or after a stop request (not after an error)."""
@@ -156,21 +199,59 @@ class Hook:
         """Always, last: release files and threads."""
 
 
-def host_loop(ctx: RunContext, runner: Any, hooks: list[Hook]) -> Any:
-    """Run chunks until the run is done or a stop is requested; every host job is a hook's."""
+@dataclasses.dataclass
+class InFlight:
+    """A dispatched chunk: its runner and stats still being computed."""
+
+    plan: Plan
+    runner: Any
+    stats: UpdateStats
+    dispatched: float  # perf_counter when dispatched
+
+
+def dispatch_next(ctx: RunContext, runner: Any, hooks: list[Hook], start: int) -> InFlight | None:
+    """Plan the chunk starting after `start` updates with the hooks and dispatch it (None: the run is done)."""
     program = ctx.program
-    while not ctx.finished and not ctx.stop_requested:
-        active = min(program.chunk, program.num_updates - ctx.progress.done_updates)
-        for hook in hooks:
-            runner, active = hook.before_chunk(ctx, runner, active)
-        t0 = time.perf_counter()
-        runner, stats = program.run_chunk(runner, active)
-        seconds = time.perf_counter() - t0
+    if start >= program.num_updates or ctx.stop_requested:
+        return None
+    plan = Plan(start, min(program.chunk, program.num_updates - start))
+    for hook in hooks:
+        runner = hook.before_chunk(ctx, runner, plan)
+    runner, stats = program.dispatch(runner, plan.active)
+    return InFlight(plan, runner, stats, time.perf_counter())
+
+
+def host_loop(ctx: RunContext, runner: Any, hooks: list[Hook]) -> Any:
+    """Run chunks until the run is done or a stop is requested; every host job is a hook's.
+
+    One chunk is kept queued behind the one computing, so the host's work for a chunk (metrics,
+    progress, loggers) overlaps the next chunk instead of leaving the device idle: with
+    PureJaxRL's CartPole settings 50 chunks of 20 updates each cost 5% in idle gaps and the
+    slower restart after them. A chunk after which a hook needs the runner (a checkpoint)
+    is waited for first.
+    """
+    program = ctx.program
+    flight = dispatch_next(ctx, runner, hooks, ctx.progress.done_updates)
+    last_end = time.perf_counter()
+    while flight is not None:
+        ends_at = flight.plan.start + flight.plan.active
+        hold = any(hook.needs_runner(ctx, ends_at) for hook in hooks)
+        ahead = None if hold else dispatch_next(ctx, flight.runner, hooks, ends_at)
+        stats = program.fetch(flight.stats, flight.plan.active)
+        now = time.perf_counter()
+        seconds = now - max(flight.dispatched, last_end)
+        last_end = now
         ctx.progress.train_s += seconds
-        ctx.progress.done_updates += active
-        sps = active * program.steps_per_update * ctx.cfg.num_seeds / seconds
-        chunk = Chunk(active, seconds, ctx.env_steps, sps, stats)
+        ctx.progress.done_updates = ends_at
+        sps = flight.plan.active * program.steps_per_update * ctx.cfg.num_seeds / seconds
+        chunk = Chunk(flight.plan.active, seconds, ctx.env_steps, sps, stats, flight.plan.phase)
+        held = None if ahead is not None else flight.runner
         for hook in hooks:
-            hook.after_chunk(ctx, runner, chunk)
+            hook.after_chunk(ctx, held, chunk)
+        if ahead is not None:
+            runner, flight = ahead.runner, ahead
+        else:
+            runner = flight.runner
+            flight = dispatch_next(ctx, runner, hooks, ends_at)
     ctx.interrupted = ctx.stop_requested and not ctx.finished
     return runner

@@ -15,7 +15,7 @@ from typing import Any, Self
 import numpy as np
 
 from jaxrl import stats as episode
-from jaxrl.driver import Chunk, Hook, RunContext
+from jaxrl.driver import Chunk, Hook, Plan, RunContext
 
 
 def nanmean(values: np.ndarray) -> float:
@@ -36,17 +36,19 @@ class CurriculumHook(Hook):
 
     def __init__(self, curriculum: Any):
         self.curriculum = curriculum
+        self.phase = None  # the phase of the chunk dispatched last
 
-    def before_chunk(self, ctx: RunContext, runner: Any, active: int) -> tuple[Any, int]:
-        done = ctx.progress.done_updates
-        phase = self.curriculum.phase(done)
-        if phase is not ctx.phase:
-            ctx.phase = phase
+    def before_chunk(self, ctx: RunContext, runner: Any, plan: Plan) -> Any:
+        phase = self.curriculum.phase(plan.start)
+        if phase is not self.phase:
+            self.phase = phase
             runner = ctx.program.with_env_params(runner, self.curriculum.params(phase))
-        return runner, min(active, self.curriculum.updates_left(done) or active)
+        plan.active = min(plan.active, self.curriculum.updates_left(plan.start) or plan.active)
+        plan.phase = phase
+        return runner
 
-    def label(self, ctx: RunContext) -> str:
-        return f"{ctx.phase.index}/{len(self.curriculum)}"
+    def label(self, phase: Any) -> str:
+        return f"{phase.index}/{len(self.curriculum)}"
 
 
 class MetricsHook(Hook):
@@ -76,9 +78,9 @@ class MetricsHook(Hook):
         wall = ctx.progress.train_s + ctx.progress.compile_s
         row = {"env_steps": chunk.env_steps, "sps": chunk.sps, "wall_s": wall, **means, **learner}
         phase = None
-        if ctx.phase is not None:
-            row["phase"] = ctx.phase.index
-            phase = self.curriculum.label(ctx) if self.curriculum else str(ctx.phase.index)
+        if chunk.phase is not None:
+            row["phase"] = chunk.phase.index
+            phase = self.curriculum.label(chunk.phase) if self.curriculum else str(chunk.phase.index)
         self.metrics.write(row)
         for logger in self.loggers:
             logger.write(chunk.env_steps, row)
@@ -120,12 +122,20 @@ class CheckpointHook(Hook):
     def start(self, ctx: RunContext) -> None:
         self.saved_steps, self.saved_at = ctx.env_steps, time.monotonic()
 
-    def after_chunk(self, ctx: RunContext, runner: Any, chunk: Chunk) -> None:
+    def due(self, ctx: RunContext, env_steps: int) -> bool:
+        """Whether a save is due at `env_steps` per seed (the end saves anyway)."""
+        if env_steps >= ctx.program.num_updates * ctx.program.steps_per_update or ctx.stop_requested:
+            return False
         every_steps, every_minutes = ctx.cfg.checkpoint.every_steps, ctx.cfg.checkpoint.every_minutes
-        due = (every_steps is not None and chunk.env_steps - self.saved_steps >= every_steps) or (
+        return (every_steps is not None and env_steps - self.saved_steps >= every_steps) or (
             every_minutes is not None and time.monotonic() - self.saved_at >= 60 * every_minutes
         )
-        if due and not ctx.finished and not ctx.stop_requested:  # the end saves anyway
+
+    def needs_runner(self, ctx: RunContext, done_updates: int) -> bool:
+        return self.due(ctx, done_updates * ctx.program.steps_per_update)
+
+    def after_chunk(self, ctx: RunContext, runner: Any, chunk: Chunk) -> None:
+        if runner is not None and self.due(ctx, chunk.env_steps):
             ctx.saved = self.checkpoints.save(chunk.env_steps, runner, checkpoint_meta(ctx))
             self.saved_steps, self.saved_at = chunk.env_steps, time.monotonic()
 

@@ -35,8 +35,48 @@ def orthogonal(scale: float = 1.0, iterations: int = 60):
     return init
 
 
-def _dense(features: int, scale: float = np.sqrt(2)) -> nn.Dense:
-    return nn.Dense(features, kernel_init=orthogonal(scale), bias_init=nn.initializers.zeros)
+@jax.custom_vjp
+def matmul_cpu(x: jax.Array, w: jax.Array) -> jax.Array:
+    """x @ w (x: (N, in), w: (in, out)) whose weight gradient x^T g takes an explicit transpose.
+
+    XLA's CPU backend folds x^T into a dot that contracts over the batch axis and hands it to
+    Eigen, which is 1.1-2x slower there than the plain dot of the transposed copy (measured with
+    PureJaxRL's CartPole and Breakout-MinAtar networks, 128-row minibatches: a gradient step
+    6% and 15% faster). `optimization_barrier` keeps the transpose from being folded back.
+    """
+    return x @ w
+
+
+def _matmul_fwd(x: jax.Array, w: jax.Array) -> tuple[jax.Array, tuple[jax.Array, jax.Array]]:
+    return x @ w, (x, w)
+
+
+def _matmul_bwd(res: tuple[jax.Array, jax.Array], g: jax.Array) -> tuple[jax.Array, jax.Array]:
+    x, w = res
+    return g @ w.T, jax.lax.optimization_barrier(x.T) @ g
+
+
+matmul_cpu.defvjp(_matmul_fwd, _matmul_bwd)
+
+
+class Dense(nn.Module):
+    """`nn.Dense` on (N, in) inputs (same parameter names and initializers), with the CPU weight
+    gradient of `matmul_cpu` when jax's default backend is the CPU."""
+
+    features: int
+    kernel_init: nn.initializers.Initializer
+    bias_init: nn.initializers.Initializer = nn.initializers.zeros
+
+    @nn.compact
+    def __call__(self, x: jax.Array) -> jax.Array:
+        kernel = self.param("kernel", self.kernel_init, (x.shape[-1], self.features), jnp.float32)
+        bias = self.param("bias", self.bias_init, (self.features,), jnp.float32)
+        cpu = jax.default_backend() == "cpu" and x.ndim == 2
+        return (matmul_cpu(x, kernel) if cpu else x @ kernel) + bias
+
+
+def _dense(features: int, scale: float = np.sqrt(2)) -> Dense:
+    return Dense(features, kernel_init=orthogonal(scale), bias_init=nn.initializers.zeros)
 
 
 class Torso(nn.Module):
@@ -132,6 +172,22 @@ def sample(key: jax.Array, pi, continuous: bool) -> jax.Array:
     return jax.random.categorical(key, pi)
 
 
+def noise(key: jax.Array, batch: tuple[int, ...], num_actions: int, continuous: bool) -> jax.Array:
+    """The randomness `sample_with` needs for `batch` actions, drawn at once (a rollout's worth in
+    one call): Gumbel noise per logit (discrete) or standard normals (continuous)."""
+    draw = jax.random.normal if continuous else jax.random.gumbel
+    return draw(key, (*batch, num_actions))
+
+
+def sample_with(pi, noise: jax.Array, continuous: bool) -> jax.Array:
+    """Actions from pre-drawn `noise`: argmax(logits + Gumbel) (what `jax.random.categorical`
+    computes) or mean + std * normal."""
+    if continuous:
+        mean, log_std = pi
+        return mean + jnp.exp(log_std) * noise
+    return jnp.argmax(pi + noise, axis=-1)
+
+
 def mode(pi, continuous: bool) -> jax.Array:
     """Most likely action."""
     return pi[0] if continuous else jnp.argmax(pi, axis=-1)
@@ -144,7 +200,9 @@ def log_prob(pi, action: jax.Array, continuous: bool) -> jax.Array:
         z = (action - mean) * jnp.exp(-log_std)
         return jnp.sum(-0.5 * z**2 - log_std - 0.5 * jnp.log(2 * jnp.pi), axis=-1)
     logp = jax.nn.log_softmax(pi)
-    return jnp.take_along_axis(logp, action[..., None].astype(jnp.int32), axis=-1)[..., 0]
+    # A one-hot sum, not a gather: the gradient of a gather is a scatter-add, slow on CPU.
+    picked = jnp.arange(pi.shape[-1]) == action[..., None]
+    return jnp.sum(jnp.where(picked, logp, 0.0), axis=-1)
 
 
 def entropy(pi, continuous: bool) -> jax.Array:

@@ -67,14 +67,15 @@ def reset_carry(carry: Any, done: jax.Array, initial: Any) -> Any:
 
 
 def step(
-    vec: VectorEnv, streams: Streams, action: jax.Array, key: jax.Array, carry: Any = None, initial_carry: Any = None
+    vec: VectorEnv, streams: Streams, action: jax.Array, keys: jax.Array, carry: Any = None, initial_carry: Any = None
 ) -> tuple[Streams, Step, dict[str, Any], EpisodeStats]:
-    """Step every env once with `action` (streams); `carry` is the policy's carry after acting.
+    """Step every env once with `action` (streams) and one key per world (`VectorEnv.step_keys`);
+    `carry` is the policy's carry after acting.
 
     Returns the advanced streams, the step, the env's info (per world, plus `final_observation`
     in streams) and the episode sums of this step.
     """
-    obs, state, reward, terminated, truncated, info = vec.step(key, streams.state, action, streams.params)
+    obs, state, reward, terminated, truncated, info = vec.step(keys, streams.state, action, streams.params)
     done = terminated | truncated
     ep_return, ep_length, stats = episode_step(
         reward, done, info["world_done"], info, streams.episode_return, streams.episode_length

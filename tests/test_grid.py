@@ -250,7 +250,7 @@ def test_vector_env_flattens_agents_world_major_and_repeats_world_flags():
     params = params.replace(max_steps_in_episode=8, reward_step=0.0)
     # Streams are world-major: world 0's agents 0, 1, 2, then world 1's.
     actions = jnp.array([COLLECT, COLLECT, STAY, COLLECT, STAY, COLLECT])
-    obs, state, reward, terminated, truncated, info = vec.step(jax.random.key(1), state, actions, params)
+    obs, state, reward, terminated, truncated, info = vec.step(jax.random.split(jax.random.key(1), 2), state, actions, params)
     assert reward.tolist() == [0, 1, 0, 1, 0, 1]
     assert truncated.tolist() == [False] * 3 + [True] * 3 and not terminated.any()
     assert info["world_done"].tolist() == [False, True]

@@ -156,12 +156,12 @@ def test_collect_bootstraps_truncation_from_final_observation():
     assert truncated.sum() == 8 and not bool(traj.terminated.any())
 
     # Reference: replay the rollout keeping each pre-step env state and the next observation.
-    def step(r, key):
+    def step(r, draws):
         before = r.envs.state
-        r, _ = ppo.env_step(r, key)
+        r, _ = ppo.env_step(r, draws)
         return r, (before, r.envs.obs)
 
-    _, (states, next_obs) = jax.jit(lambda r: jax.lax.scan(step, r, jax.random.split(jax.random.key(1), 256)))(runner)
+    _, (states, next_obs) = jax.jit(lambda r: jax.lax.scan(step, r, ppo.draws(jax.random.key(1))))(runner)
     next_value = np.asarray(traj.next_value)
     np.testing.assert_allclose(next_value[~truncated], np.asarray(value(next_obs))[~truncated], rtol=1e-5, atol=1e-5)
     for t, e in zip(*np.nonzero(truncated)):

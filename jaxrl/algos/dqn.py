@@ -201,10 +201,18 @@ class DQN:
 
     def act(self, params: Any, obs: jax.Array, key: jax.Array, epsilon: jax.Array) -> jax.Array:
         """Epsilon-greedy actions for a batch of observations."""
+        return self.act_with(params, obs, self.exploration(key, obs.shape[:1]), epsilon)
+
+    def exploration(self, key: jax.Array, batch: tuple[int, ...]) -> tuple[jax.Array, jax.Array]:
+        """The draws epsilon-greedy acting needs for `batch` actions, made at once: (uniform, random action)."""
         explore_key, random_key = jax.random.split(key)
+        return jax.random.uniform(explore_key, batch), jax.random.randint(random_key, batch, 0, self.num_actions)
+
+    def act_with(self, params: Any, obs: jax.Array, draws: tuple[jax.Array, jax.Array], epsilon: jax.Array) -> jax.Array:
+        """Epsilon-greedy actions from pre-drawn `exploration` draws."""
+        explore, random = draws
         greedy = jnp.argmax(self.network.apply(params, obs), axis=-1)
-        random = jax.random.randint(random_key, greedy.shape, 0, self.num_actions)
-        return jnp.where(jax.random.uniform(explore_key, greedy.shape) < epsilon, random, greedy)
+        return jnp.where(explore < epsilon, random, greedy)
 
     def initial_carry(self, batch: int) -> None:
         """Feed-forward Q-network: no carry."""
@@ -215,14 +223,17 @@ class DQN:
 
     def policy(self, greedy: bool = True):
         """`(params, carry, obs, key) -> (carry, actions)`: greedy in Q, or epsilon-greedy at the final rate."""
-        epsilon = jnp.float32(0.0 if greedy else self.algo.epsilon_end)
+        if greedy:
+            return lambda params, carry, obs, key: (carry, jnp.argmax(self.network.apply(params, obs), axis=-1))
+        epsilon = jnp.float32(self.algo.epsilon_end)
         return lambda params, carry, obs, key: (carry, self.act(params, obs, key, epsilon))
 
-    def env_step(self, runner: DQNRunner, key: jax.Array, epsilon: jax.Array):
-        act_key, step_key = jax.random.split(key)
+    def env_step(self, runner: DQNRunner, draws: tuple[jax.Array, Any], epsilon: jax.Array):
+        """Act in every env once (epsilon-greedy) and write the step into the replay buffer."""
+        env_keys, exploration = draws
         envs = runner.envs
-        action = self.act(runner.params, envs.obs, act_key, epsilon)
-        envs, step, _, stats = rollout.step(self.vec, envs, action, step_key)
+        action = self.act_with(runner.params, envs.obs, exploration, epsilon)
+        envs, step, _, stats = rollout.step(self.vec, envs, action, env_keys)
         replay = self.buffer.add(
             runner.replay, step.obs, action, step.reward, step.final_obs, step.terminated, step.truncated
         )
@@ -252,8 +263,11 @@ class DQN:
         key, act_key, learn_key = jax.random.split(runner.key, 3)
         steps_before = runner.update * self.steps_per_update
         epsilon = self.epsilon(steps_before)
-        step = lambda r, k: self.env_step(r, k, epsilon)
-        runner, stats = jax.lax.scan(step, runner.replace(key=key), jax.random.split(act_key, self.vector_steps))
+        env_key, explore_key = jax.random.split(act_key)
+        steps = self.vector_steps  # the update's randomness drawn at once, not split per step
+        draws = (self.vec.step_keys(env_key, steps), self.exploration(explore_key, (steps, self.vec.streams)))
+        step = lambda r, d: self.env_step(r, d, epsilon)
+        runner, stats = jax.lax.scan(step, runner.replace(key=key), draws)
         stats = jax.tree.map(jnp.sum, stats)
 
         steps_after = steps_before + self.steps_per_update

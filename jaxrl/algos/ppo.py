@@ -16,7 +16,7 @@ import optax
 from flax import struct
 from gymnax.environments import spaces
 
-from jaxrl import losses, networks, rollout
+from jaxrl import losses, networks, rollout, shuffle
 from jaxrl.algorithm import Allocation, register
 from jaxrl.config import ConfigError, TrainConfig, agents_per_world, in_range, positive
 from jaxrl.stats import UpdateStats
@@ -181,6 +181,7 @@ class PPO:
             num_actions = int(math.prod(action_space.shape))
         else:
             num_actions = int(action_space.n)
+        self.num_actions = num_actions  # policy outputs: logits, or the action dimension
         self.action_size = num_actions if self.continuous else 1  # numbers per action
         obs_shape = tuple(self.vec.observation_space(env_params).shape)  # one agent's view
         if self.algo.network == "cnn" and len(obs_shape) != 3:
@@ -199,7 +200,7 @@ class PPO:
         self.num_minibatches = minibatches(cfg)
         steps = self.num_updates * self.algo.update_epochs * self.num_minibatches
         lr = optax.linear_schedule(self.algo.lr, 0.0, steps) if self.algo.anneal_lr else self.algo.lr
-        self.optimizer = optax.chain(optax.clip_by_global_norm(self.algo.max_grad_norm), optax.adam(lr, eps=1e-5))
+        self.optimizer = optax.flatten(optax.chain(optax.clip_by_global_norm(self.algo.max_grad_norm), optax.adam(lr, eps=1e-5)))
 
     # -- derived sizes -------------------------------------------------------------
 
@@ -286,13 +287,15 @@ class PPO:
         """The action the env gets: continuous actions clipped to the space's bounds."""
         return jnp.clip(action, self.action_low, self.action_high) if self.continuous else action
 
-    def env_step(self, runner: PPORunner, key: jax.Array) -> tuple[PPORunner, tuple[Transition, Any]]:
-        """Act in every env once."""
-        act_key, step_key = jax.random.split(key)
+    def env_step(
+        self, runner: PPORunner, draws: tuple[jax.Array, jax.Array]
+    ) -> tuple[PPORunner, tuple[Transition, Any]]:
+        """Act in every env once, with this step's pre-drawn env keys and action noise."""
+        env_keys, action_noise = draws
         pi, value = self.network.apply(runner.params, self.prepare(runner.obs_stats, runner.envs.obs))
-        action = networks.sample(act_key, pi, self.continuous)
+        action = networks.sample_with(pi, action_noise, self.continuous)
         log_prob = networks.log_prob(pi, action, self.continuous)
-        envs, step, _, stats = rollout.step(self.vec, runner.envs, self.to_env(action), step_key)
+        envs, step, _, stats = rollout.step(self.vec, runner.envs, self.to_env(action), env_keys)
         value_fn = lambda o: self.network.apply(runner.params, self.prepare(runner.obs_stats, o), method="value")
         # Only truncated steps bootstrap from final_observation; `collect` fills in the rest.
         truncated_value = values_where(value_fn, step.final_obs, step.truncated, self.bootstrap_rows)
@@ -308,15 +311,24 @@ class PPO:
         )
         return runner.replace(envs=envs), (transition, stats)
 
+    def draws(self, key: jax.Array) -> tuple[jax.Array, jax.Array]:
+        """A rollout's randomness, one call each: env keys (num_steps, num_envs) and action noise (num_steps, streams, ...)."""
+        env_key, noise_key = jax.random.split(key)
+        steps = self.algo.num_steps
+        return (
+            self.vec.step_keys(env_key, steps),
+            networks.noise(noise_key, (steps, self.vec.streams), self.num_actions, self.continuous),
+        )
+
     def collect(self, runner: PPORunner, key: jax.Array) -> tuple[PPORunner, Transition, Any]:
         """Roll out num_steps in every env; episode stats summed over the rollout.
 
-        The value of the observation step t reached is the next step's value unless the episode
-        ended there; a truncated step's comes from its final_observation (`env_step`), and a
-        terminated step's is never used.
+        The rollout's randomness (env keys, action noise) is drawn before the scan, one call
+        each, rather than split per step. The value of the observation step t reached is the
+        next step's value unless the episode ended there; a truncated step's comes from its
+        final_observation (`env_step`), and a terminated step's is never used.
         """
-        keys = jax.random.split(key, self.algo.num_steps)
-        runner, (traj, stats) = jax.lax.scan(self.env_step, runner, keys)
+        runner, (traj, stats) = jax.lax.scan(self.env_step, runner, self.draws(key))
         obs = self.prepare(runner.obs_stats, runner.envs.obs)
         last_value = self.network.apply(runner.params, obs, method="value")
         following = jnp.concatenate([traj.value[1:], last_value[None]])
@@ -349,9 +361,8 @@ class PPO:
         updates, opt_state = self.optimizer.update(grads, opt_state, params)
         return (optax.apply_updates(params, updates), opt_state), stats
 
-    def epoch(self, carry, key: jax.Array, data, obs_stats: ObsStats | None = None):
-        """One pass over the rollout in shuffled minibatches."""
-        perm = jax.random.permutation(key, self.batch_size)
+    def epoch(self, carry, perm: jax.Array, data, obs_stats: ObsStats | None = None):
+        """One pass over the rollout in minibatches, in the order of `perm` (batch_size,)."""
 
         def split(x: jax.Array) -> jax.Array:
             x = x.reshape((self.batch_size,) + x.shape[2:])[perm]
@@ -375,10 +386,10 @@ class PPO:
         )
         carry = (runner.params, runner.opt_state)
         data = (traj, advantages, targets)
-        epoch_keys = jax.random.split(epoch_key, self.algo.update_epochs)
+        perms = shuffle.permutations(epoch_key, self.batch_size, self.algo.update_epochs)
         obs_stats = runner.obs_stats  # the statistics the rollout acted with
         (params, opt_state), loss_stats = jax.lax.scan(
-            lambda c, k: self.epoch(c, k, data, obs_stats), carry, epoch_keys
+            lambda c, perm: self.epoch(c, perm, data, obs_stats), carry, perms
         )
         if obs_stats is not None:
             obs_stats = obs_stats.update(traj.obs)
