@@ -78,7 +78,12 @@ class EnvSpec:
 
     def schema(self) -> type:
         """The `env` config group's dataclass: name, constructor settings (with their defaults), and every
-        EnvParams field as optional (None keeps the env's own default, which may depend on the settings)."""
+        EnvParams field as optional (None keeps the env's own default, which may depend on the settings).
+        One class per descriptor, so configs built from it compare equal."""
+        return self._schema
+
+    @functools.cached_property
+    def _schema(self) -> type:
         fields: list[tuple[str, Any, Any]] = [("name", str, dataclasses.field(default=self.name))]
         for key, default in self.shape_keys.items():
             fields.append((key, Optional[_type_of(default)], dataclasses.field(default=default)))  # noqa: UP045

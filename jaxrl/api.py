@@ -168,11 +168,11 @@ def run_training(cfg: TrainConfig, resolved: Any, resume: Path | None = None, ho
     return ctx
 
 
-def compose(settings: dict[str, Any], resume: str | Path | None = None) -> tuple[TrainConfig, Any, Path | None]:
-    """(typed config, resolved config, resume dir) for keyword settings; ConfigError (one line) otherwise."""
+def compose(overrides: list[str], resume: str | Path | None = None) -> tuple[TrainConfig, Any, Path | None]:
+    """(typed config, resolved config, resume dir) for command-line overrides (`["env=snake", "algo.lr=3e-4"]`),
+    of a new run or of `resume=RUN_DIR`; ConfigError (one line) otherwise."""
     from jaxrl.cli_config import compose_config, resume_config
 
-    overrides = to_overrides(settings)
     if resume is None:
         cfg, resolved = compose_config(overrides)
         return cfg, resolved, None
@@ -196,7 +196,7 @@ def train(
     """Train an agent (or continue `resume=RUN_DIR`) and return its `Run`; settings as on the command line."""
     named = {"env": env, "algo": algo, "total_timesteps": total_timesteps, "seed": seed, "run_dir": run_dir}
     settings = {k: v for k, v in named.items() if v is not None} | overrides
-    cfg, resolved, resume_dir = compose(settings, resume)
+    cfg, resolved, resume_dir = compose(to_overrides(settings), resume)
     ctx = run_training(cfg, resolved, resume_dir, hooks)
     return Run(ctx.run_dir, cfg)
 

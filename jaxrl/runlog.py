@@ -85,15 +85,25 @@ def _si(n: float) -> str:
     return f"{n:.0f}"
 
 
+def in_notebook() -> bool:
+    """Whether this runs in a Jupyter kernel (Colab included), where tqdm.auto draws a widget."""
+    shell = sys.modules.get("IPython")
+    try:
+        ip = shell.get_ipython() if shell is not None else None
+    except Exception:  # noqa: BLE001
+        return False
+    return ip is not None and type(ip).__name__ in ("ZMQInteractiveShell", "Shell")  # Shell: Colab
+
+
 class Progress:
-    """A live tqdm bar on a terminal, plain periodic lines elsewhere (CI, logs)."""
+    """A live tqdm bar (`tqdm.auto`: a widget in a notebook, text on a terminal), plain periodic lines elsewhere (CI, logs)."""
 
     def __init__(self, total_steps: int, live: bool, start: int = 0):
         self.total = total_steps
-        self.live = live and sys.stdout.isatty()
+        self.live = live and (sys.stdout.isatty() or in_notebook())
         self.bar = None
         if self.live:
-            from tqdm import tqdm
+            from tqdm.auto import tqdm
 
             self.bar = tqdm(total=total_steps, initial=start, unit="step", unit_scale=True, dynamic_ncols=True)
 

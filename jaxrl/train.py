@@ -10,7 +10,6 @@ from __future__ import annotations
 import os
 import sys
 import types
-from pathlib import Path
 from typing import Any
 
 from jaxrl.checkpoint import CheckpointError
@@ -53,8 +52,7 @@ def usage(argv: list[str]) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     """Exit codes: 0 done, 2 bad input, 130 stopped by Ctrl-C (after saving a checkpoint)."""
-    from jaxrl.api import check_same_state, run_training
-    from jaxrl.cli_config import compose_config, resume_config
+    from jaxrl.api import compose, run_training
 
     argv = sys.argv[1:] if argv is None else argv
     if any(a in ("-h", "--help", "help") for a in argv):
@@ -63,15 +61,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         resume = [a.partition("=")[2] for a in argv if a.startswith("resume=")]
         overrides = [a for a in argv if not a.startswith("resume=")]
-        if resume:
-            run_dir = Path(resume[-1]).expanduser()
-            cfg, resolved, saved = resume_config(run_dir, overrides)
-            if overrides:
-                check_same_state(saved, cfg, overrides)
-            ctx = run_training(cfg, resolved, resume=run_dir)
-        else:
-            cfg, resolved = compose_config(overrides)
-            ctx = run_training(cfg, resolved)
+        cfg, resolved, run_dir = compose(overrides, resume[-1] if resume else None)
+        ctx = run_training(cfg, resolved, resume=run_dir)
     except (ConfigError, CheckpointError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2

@@ -52,3 +52,35 @@ def test_shared_torso_has_one_torso_feeding_both_heads():
     grads = jax.grad(lambda p: net.apply(p, obs, method="value").sum())(params)
     torso_grads = [g for path, g in jax.tree_util.tree_leaves_with_path(grads) if "actor_torso" in str(path)]
     assert torso_grads and any(float(jnp.abs(g).max()) > 0 for g in torso_grads)
+
+
+@pytest.mark.parametrize("rows", [4, 128, 300])  # the CPU's explicit-transpose gradient, and the plain one
+def test_dense_matches_flax_dense_in_value_and_gradient(rows):
+    import flax.linen as nn
+
+    from jaxrl.networks import Dense
+
+    init = nn.initializers.lecun_normal()
+    ours, theirs = Dense(16, kernel_init=init), nn.Dense(16, kernel_init=init)
+    x = jax.random.normal(jax.random.key(0), (rows, 9))
+    params = ours.init(jax.random.key(1), x)
+    assert jax.tree.map(jnp.shape, params) == jax.tree.map(jnp.shape, theirs.init(jax.random.key(1), x))
+    np.testing.assert_array_equal(params["params"]["kernel"], theirs.init(jax.random.key(1), x)["params"]["kernel"])
+    loss = lambda module: lambda p, x: jnp.sum(jnp.tanh(module.apply(p, x)) ** 2)
+    (a, ga), (b, gb) = (jax.jit(jax.value_and_grad(loss(m), argnums=(0, 1)))(params, x) for m in (ours, theirs))
+    np.testing.assert_allclose(a, b, rtol=1e-6)
+    for u, v in zip(jax.tree.leaves(ga), jax.tree.leaves(gb), strict=True):
+        np.testing.assert_allclose(u, v, rtol=1e-5, atol=1e-6)
+
+
+def test_noise_sampling_draws_from_the_policy():
+    from jaxrl.networks import noise, sample_with
+
+    logits = jnp.log(jnp.array([0.1, 0.6, 0.3]))
+    draws = noise(jax.random.key(0), (20000,), 3, continuous=False)
+    actions = np.asarray(sample_with(jnp.broadcast_to(logits, (20000, 3)), draws, continuous=False))
+    np.testing.assert_allclose(np.bincount(actions, minlength=3) / 20000, [0.1, 0.6, 0.3], atol=0.015)
+    mean, log_std = jnp.array([1.0, -2.0]), jnp.log(jnp.array([0.5, 2.0]))
+    cont = np.asarray(sample_with((mean, log_std), noise(jax.random.key(1), (20000,), 2, continuous=True), True))
+    np.testing.assert_allclose(cont.mean(0), [1.0, -2.0], atol=0.05)
+    np.testing.assert_allclose(cont.std(0), [0.5, 2.0], rtol=0.03)

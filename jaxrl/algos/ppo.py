@@ -264,6 +264,13 @@ class PPO:
         """Network input: the observation, normalized by the running statistics when they are kept."""
         return obs if obs_stats is None else obs_stats.normalize(obs)
 
+    def forward(self, params: Any, obs_stats: ObsStats | None, carry: Any, obs: jax.Array) -> tuple[Any, Any, jax.Array]:
+        """(carry, policy head output, value) for a batch of observations: the one network pass that
+        acting in the rollout, the greedy policy and the loss share. The carry passes through
+        unchanged here (feed-forward); a recurrent network threads it."""
+        pi, value = self.network.apply(params, self.prepare(obs_stats, obs))
+        return carry, pi, value
+
     def initial_carry(self, batch: int) -> None:
         """Feed-forward actor-critic: no carry."""
         return None
@@ -277,7 +284,7 @@ class PPO:
 
         def act(params: tuple[Any, ObsStats | None], carry: Any, obs: jax.Array, key: jax.Array):
             net_params, obs_stats = params
-            pi, _ = self.network.apply(net_params, self.prepare(obs_stats, obs))
+            carry, pi, _ = self.forward(net_params, obs_stats, carry, obs)
             action = networks.mode(pi, self.continuous) if greedy else networks.sample(key, pi, self.continuous)
             return carry, self.to_env(action)
 
@@ -292,10 +299,12 @@ class PPO:
     ) -> tuple[PPORunner, tuple[Transition, Any]]:
         """Act in every env once, with this step's pre-drawn env keys and action noise."""
         env_keys, action_noise = draws
-        pi, value = self.network.apply(runner.params, self.prepare(runner.obs_stats, runner.envs.obs))
+        envs = runner.envs
+        carry, pi, value = self.forward(runner.params, runner.obs_stats, envs.carry, envs.obs)
         action = networks.sample_with(pi, action_noise, self.continuous)
         log_prob = networks.log_prob(pi, action, self.continuous)
-        envs, step, _, stats = rollout.step(self.vec, runner.envs, self.to_env(action), env_keys)
+        initial = self.initial_carry(self.vec.streams)
+        envs, step, _, stats = rollout.step(self.vec, envs, self.to_env(action), env_keys, carry, initial)
         value_fn = lambda o: self.network.apply(runner.params, self.prepare(runner.obs_stats, o), method="value")
         # Only truncated steps bootstrap from final_observation; `collect` fills in the rest.
         truncated_value = values_where(value_fn, step.final_obs, step.truncated, self.bootstrap_rows)
@@ -338,7 +347,7 @@ class PPO:
     # -- learning --------------------------------------------------------------------------
 
     def loss(self, params: Any, obs_stats: ObsStats | None, batch: Transition, advantages, targets):
-        pi, value = self.network.apply(params, self.prepare(obs_stats, batch.obs))
+        _, pi, value = self.forward(params, obs_stats, None, batch.obs)
         return losses.ppo_loss(
             networks.log_prob(pi, batch.action, self.continuous),
             batch.log_prob,
