@@ -158,6 +158,44 @@ def test_entry_point_exit_code_without_traceback(tmp_path):
     assert not (tmp_path / "runs").exists()
 
 
+SOURCE_TREE_SCRIPT = """
+import sys
+# No install mapping: only what a plain `pip install .` leaves when Python runs in the checkout.
+sys.meta_path[:] = [f for f in sys.meta_path if "editable" not in getattr(f, "__module__", "")]
+sys.path_hooks[:] = [h for h in sys.path_hooks if "editable" not in getattr(h, "__module__", "")]
+sys.path_importer_cache.clear()
+sys.path.insert(0, ".")
+import jaxrl, jaxrl.configs
+from jaxrl.cli_config import compose_config
+cfg, _ = compose_config(["env=snake", "preset=fast"])
+print(jaxrl.__file__, jaxrl.configs.__file__, cfg.num_envs, cfg.algo.hidden)
+"""
+
+
+def test_configs_are_found_when_jaxrl_is_imported_from_a_checkout(tmp_path):
+    """`pip install .` then `python -m jaxrl.train` in the repository root imports ./jaxrl, whose
+    configs are ./configs (the install maps them into the package; the checkout cannot)."""
+    import shutil
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent.parent
+    for name in ("jaxrl", "configs", "envs"):
+        shutil.copytree(root / name, tmp_path / name, ignore=shutil.ignore_patterns("__pycache__"))
+    proc = subprocess.run(
+        [sys.executable, "-c", SOURCE_TREE_SCRIPT],
+        capture_output=True,
+        text=True,
+        env=dict(os.environ, JAX_PLATFORMS="cpu"),
+        cwd=tmp_path,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    package, configs, num_envs, hidden = proc.stdout.split(maxsplit=3)
+    assert Path(package).resolve() == (tmp_path / "jaxrl" / "__init__.py").resolve()
+    assert Path(configs).resolve() == (tmp_path / "configs" / "__init__.py").resolve()
+    assert (num_envs, hidden.strip()) == ("512", "[128, 128]")
+
+
 @pytest.mark.parametrize(
     "preset, expected",
     [
