@@ -90,6 +90,7 @@ def check_same_state(saved: TrainConfig, cfg: TrainConfig, overrides: list[str])
 
 def _prepare(cfg: TrainConfig) -> tuple[Any, Any, Any]:
     """(devices, program, curriculum) for a config, every check done before anything is written."""
+    from jaxrl.compiling import use_persistent_cache
     from jaxrl.config import logger_names, make_env
     from jaxrl.curriculum import for_config
     from jaxrl.devices import select_device
@@ -101,6 +102,8 @@ def _prepare(cfg: TrainConfig) -> tuple[Any, Any, Any]:
     except ImportError as e:
         raise ConfigError(str(e)) from None
     devices = select_device(cfg.device)
+    if cfg.compile_cache:
+        use_persistent_cache(cfg.compile_cache)
     env, env_params = make_env(cfg)
     program = Program(cfg, env, env_params)
     program.check_memory(devices[0])

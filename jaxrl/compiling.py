@@ -23,6 +23,7 @@ import importlib
 import threading
 from collections.abc import Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
+from pathlib import Path
 from typing import Any
 
 _LOCK = threading.Lock()
@@ -82,3 +83,28 @@ def compile_aside(fn: Any, *args: Any) -> tuple[Future, Any]:
     future = pool.submit(lowered.compile)
     pool.shutdown(wait=False)
     return future, lowered.out_info
+
+
+def use_persistent_cache(path: str) -> Path:
+    """Send every compiled program to jax's persistent compilation cache in `path` (created).
+
+    A second start of the same config (a resumed run, a reconnected notebook) then loads its
+    programs instead of compiling them. Everything is cached, however quick to compile, and the
+    cache is re-pointed when a process trains with another directory (`reset_cache`).
+    """
+    import jax
+    from jax.experimental.compilation_cache import compilation_cache
+
+    from jaxrl.config import ConfigError
+
+    directory = Path(path).expanduser().resolve()
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise ConfigError(f"compile_cache={path} is not a usable directory: {e.strerror}") from None
+    if jax.config.jax_compilation_cache_dir != str(directory):
+        compilation_cache.reset_cache()
+        jax.config.update("jax_compilation_cache_dir", str(directory))
+    jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
+    jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
+    return directory

@@ -11,7 +11,7 @@ from typing import Any
 
 from jaxrl.networks import ACTIVATIONS, NETWORKS
 
-DEVICES = ("auto", "cpu", "gpu", "metal")
+DEVICES = ("auto", "cpu", "tpu", "gpu", "metal")
 LOGGERS = ("csv", "tensorboard", "wandb")
 
 
@@ -46,7 +46,8 @@ class TrainConfig:
     total_timesteps: float = 5e5  # env steps per seed (accepts 2e6), rounded down to whole updates
     num_chunks: int = 50  # host round-trips over the run: progress lines and metrics rows
     run_dir: str | None = None  # where outputs go; default runs/<env>-<algo>-<time>
-    device: str = "auto"  # auto | cpu | gpu | metal
+    device: str = "auto"  # auto | cpu | tpu | gpu | metal
+    compile_cache: str | None = None  # jax's persistent compilation cache dir: a second start skips compiling
     progress: bool = True  # live progress line on a terminal (plain lines otherwise)
     checkpoint: CheckpointConfig = field(default_factory=CheckpointConfig)  # when to save (always at the end)
     curriculum: list[Any] = field(default_factory=list)  # phases [{steps: 1e6, <EnvParams field>: value}, ...]

@@ -4,33 +4,56 @@ from __future__ import annotations
 
 from jaxrl.config import ConfigError
 
-# jax platform names behind each device= choice (jax-mps registers "mps"; jax-metal registered "METAL").
-PLATFORMS = {"cpu": ("cpu",), "gpu": ("cuda", "rocm", "gpu"), "metal": ("mps", "METAL", "metal")}
+# jax platform names behind each device= choice: jax-mps registers "mps", Apple's metal-pjrt-plugin
+# "mtl", the abandoned jax-metal "METAL".
+PLATFORMS = {
+    "cpu": ("cpu",),
+    "tpu": ("tpu",),
+    "gpu": ("cuda", "rocm", "gpu"),
+    "metal": ("mps", "mtl", "METAL", "metal"),
+}
+AUTO_ORDER = ("tpu", "gpu", "metal")  # what device=auto tries, before falling back to the CPU
 HINTS = {
-    "gpu": "install a CUDA build of jax (pip install 'jax[cuda12]')",
+    "tpu": "run on a TPU host with a TPU build of jax (pip install 'jax[tpu]'; Colab: a TPU runtime)",
+    "gpu": "install a CUDA or ROCm build of jax (pip install 'jax[cuda12]')",
     "metal": "install the experimental Metal extra on Apple silicon (pip install 'jaxrl[metal]')",
 }
 
 
+def find_devices(kind: str) -> list:
+    """The devices of the first platform of `kind` (cpu|tpu|gpu|metal) jax has, or [] if none."""
+    import jax
+
+    for platform in PLATFORMS[kind]:
+        try:
+            devices = jax.devices(platform)
+        except RuntimeError:  # jax has no such backend (not installed, or not initialized here)
+            continue
+        if devices:
+            return devices
+    return []
+
+
 def select_device(choice: str) -> list:
-    """Set the backend for `choice` (auto|cpu|gpu|metal) and return its devices, or raise ConfigError."""
+    """Pin jax's default device for `choice` (auto|cpu|tpu|gpu|metal) and return its platform's devices.
+
+    `auto` takes a TPU, then a CUDA or ROCm GPU, then Apple's GPU (jax-mps or metal-pjrt-plugin),
+    else the CPU. The chosen device is pinned as jax's default, so the run computes where the
+    start-up line says. An explicit choice jax does not see raises ConfigError with a hint.
+    """
     import jax
 
     if choice == "cpu":
         jax.config.update("jax_platforms", "cpu")
         return jax.devices("cpu")
+    kinds = AUTO_ORDER if choice == "auto" else (choice,)
+    for kind in kinds:
+        devices = find_devices(kind)
+        if devices:
+            jax.config.update("jax_default_device", devices[0])
+            return devices
     if choice == "auto":
-        for platform in PLATFORMS["gpu"]:
-            try:
-                return jax.devices(platform)
-            except RuntimeError:
-                continue
-        return jax.devices("cpu")
-    for platform in PLATFORMS[choice]:
-        try:
-            devices = jax.devices(platform)
-        except RuntimeError:
-            continue
+        devices = jax.devices("cpu")
         jax.config.update("jax_default_device", devices[0])
         return devices
     raise ConfigError(f"device={choice} requested but jax sees no such backend: {HINTS[choice]}")

@@ -21,8 +21,9 @@ USAGE = """usage: python -m jaxrl.train [key=value ...]
   algo={algos}   e.g. algo.lr=3e-4 algo.network=cnn algo.num_steps=64 (ppo)
                              algo.buffer_size=100000 algo.n_step=3 algo.double=false (dqn)
   seed=0 num_seeds=1 num_envs=1024 total_timesteps=2e7 num_chunks=50
-  run_dir=PATH device=auto|cpu|gpu|metal progress=true|false preset=fast|heavy|beast (ppo)
+  run_dir=PATH device=auto|cpu|tpu|gpu|metal progress=true|false preset=fast|heavy|beast (ppo)
   checkpoint.every_steps=N checkpoint.every_minutes=10 checkpoint.keep=3
+  compile_cache=PATH   jax's persistent compilation cache: a second start loads its programs
   curriculum=[{{steps:5e6,hunger_limit:30}},{{}}]   EnvParams per phase
   logger=tensorboard | wandb | [tensorboard,wandb]   (metrics.csv is always written)
   resume=RUN_DIR [key=value ...]   continue a run from its newest readable checkpoint

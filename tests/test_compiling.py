@@ -1,7 +1,8 @@
-"""jaxrl lowers its programs with threefry written out on CPU: same bits, no loops, nothing leaks out."""
+"""jaxrl lowers its programs with threefry written out on CPU (same bits, no loops, nothing leaks out), and a second start loads them from `compile_cache`."""
 
 import jax
 import numpy as np
+import pytest
 
 from jaxrl import compiling
 
@@ -35,3 +36,42 @@ def test_compile_aside_gives_the_program_and_its_shapes():
     assert shapes["x"].shape == (2, 3)
     out = future.result()(jax.random.key(1))
     np.testing.assert_array_equal(out["x"], jax.random.uniform(jax.random.key(1), (2, 3)))
+
+
+@pytest.fixture
+def restore_cache_settings():
+    from jax.experimental.compilation_cache import compilation_cache
+
+    names = (
+        "jax_compilation_cache_dir",
+        "jax_persistent_cache_min_compile_time_secs",
+        "jax_persistent_cache_min_entry_size_bytes",
+    )
+    before = {name: getattr(jax.config, name) for name in names}
+    yield
+    compilation_cache.reset_cache()
+    for name, value in before.items():
+        jax.config.update(name, value)
+
+
+def test_a_second_start_loads_its_programs_from_compile_cache(tmp_path, restore_cache_settings):
+    import jaxrl
+
+    cache = tmp_path / "cache"
+    settings = dict(env="CartPole-v1", total_timesteps=2048, num_chunks=2, progress=False, compile_cache=str(cache))
+    first = jaxrl.train(run_dir=tmp_path / "a", **settings)
+    entries = sorted(p.name for p in cache.iterdir())
+    assert any(name.startswith("jit_") for name in entries), entries  # the chunk and init programs went in
+    second = jaxrl.train(run_dir=tmp_path / "b", **settings)
+    assert sorted(p.name for p in cache.iterdir()) == entries  # every program was found there
+    assert second.summary["final_return"] == first.summary["final_return"]
+
+
+def test_an_unusable_compile_cache_is_one_clear_error(tmp_path, restore_cache_settings):
+    import jaxrl
+
+    blocker = tmp_path / "file"
+    blocker.write_text("not a directory")
+    with pytest.raises(jaxrl.ConfigError, match=r"^compile_cache=.*/file/cache is not a usable directory"):
+        jaxrl.train(env="CartPole-v1", total_timesteps=2048, run_dir=tmp_path / "run", compile_cache=str(blocker / "cache"))
+    assert not (tmp_path / "run").exists()
