@@ -25,6 +25,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from envs.base import GIF_PIXELS, upscale
 from jaxrl.algorithm import PolicyFn
 from jaxrl.checkpoint import CheckpointError
 from jaxrl.cli_config import UsageError
@@ -89,16 +90,10 @@ def describe(values: np.ndarray) -> dict[str, float]:
     return {"mean": float(np.mean(values)), "median": float(np.median(values)), "max": float(np.max(values))}
 
 
-def upscale(frames: np.ndarray, pixels: int) -> np.ndarray:
-    """(T, H, W, 3) -> (T, H*p, W*p, 3) with p chosen so the long side is about `pixels`."""
-    p = max(1, pixels // max(frames.shape[1:3]))
-    return frames.repeat(p, axis=1).repeat(p, axis=2)
-
-
 def save_gif(frames: np.ndarray, path: Path, fps: int) -> None:
     from PIL import Image
 
-    images = [Image.fromarray(f) for f in upscale(frames, 320)]
+    images = [Image.fromarray(f) for f in upscale(frames, GIF_PIXELS)]
     tmp = path.with_suffix(".tmp.gif")
     images[0].save(tmp, save_all=True, append_images=images[1:], duration=int(1000 / fps), loop=0)
     tmp.replace(path)

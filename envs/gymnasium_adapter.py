@@ -1,0 +1,200 @@
+"""Our envs, a registered env or any gymnax id as Gymnasium envs: numpy in and out, for SB3 and
+other libraries that step envs from Python.
+
+    env = envs.to_gymnasium("snake", size=10, render_mode="rgb_array")
+    vec = envs.to_gymnasium_vector("snake", num_envs=512)
+
+The single env steps one jitted call per `step` and does not reset itself (Gymnasium's contract:
+call `reset` after `terminated` or `truncated`). The vector env steps every env in one jitted
+call and resets finished ones in that same call: Gymnasium's `AutoresetMode.SAME_STEP`, with the
+last observation of a finished episode in `info["final_obs"]` (mask `info["_final_obs"]`).
+Spaces come from gymnax's own converter (`gymnax_space_to_gym_space`), except that an agent axis
+(`AgentsDiscrete`, the grid with several agents) becomes a `MultiDiscrete`, and discrete actions
+are Gymnasium's usual int64.
+
+gymnasium is optional: `pip install gymnasium` (or jaxrl[bench]).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import gymnasium
+import jax
+import jax.numpy as jnp
+import numpy as np
+from gymnasium.envs.registration import EnvSpec
+from gymnasium.vector import AutoresetMode, VectorEnv
+from gymnasium.vector.utils import batch_space
+from gymnax.environments import spaces
+
+from envs.base import GIF_PIXELS, AgentsDiscrete, upscale
+from envs.registry import spec
+
+
+def to_space(space: Any) -> gymnasium.Space:
+    """A gymnax space as a Gymnasium space."""
+    if isinstance(space, AgentsDiscrete):
+        return gymnasium.spaces.MultiDiscrete(np.full(space.shape, space.n, dtype=np.int64))
+    if isinstance(space, spaces.Discrete):
+        return gymnasium.spaces.Discrete(int(space.n))
+    if isinstance(space, spaces.Box):
+        dtype = np.dtype(space.dtype)
+        low = np.broadcast_to(np.asarray(space.low, dtype), space.shape)
+        high = np.broadcast_to(np.asarray(space.high, dtype), space.shape)
+        return gymnasium.spaces.Box(low, high, space.shape, dtype)
+    return spaces.gymnax_space_to_gym_space(space)
+
+
+def _numpy_info(info: dict[str, Any]) -> dict[str, Any]:
+    return {k: np.asarray(v) for k, v in jax.device_get(info).items()}
+
+
+class _Adapted:
+    """What both adapters share: the env built from the registry, its spaces, action conversion."""
+
+    def _build(self, name: str, settings: dict[str, Any]) -> None:
+        self.env, self.env_params = spec(name).make(**settings)
+        self.name = name
+        self._action_space = self.env.action_space(self.env_params)
+        self._action_dtype = np.dtype(self._action_space.dtype)
+
+    def _action(self, action: Any) -> jax.Array:
+        return jnp.asarray(np.asarray(action).astype(self._action_dtype))
+
+    def _frame(self, state: Any) -> np.ndarray:
+        return upscale(np.asarray(jax.device_get(self._draw(state)))[None], GIF_PIXELS)[0]  # the replay GIF's pictures
+
+
+def _check_render_mode(env: Any, name: str, render_mode: str | None) -> list[str]:
+    modes = ["rgb_array"] if hasattr(env, "render_rgb") else []
+    if render_mode is not None and render_mode not in modes:
+        allowed = ", ".join(modes) if modes else "none: it does not draw itself"
+        raise ValueError(f"render_mode={render_mode!r} is not supported by {name}; allowed: {allowed}")
+    return modes
+
+
+class GymnasiumEnv(_Adapted, gymnasium.Env):
+    """One env as a `gymnasium.Env` (see the module docstring)."""
+
+    metadata = {"render_modes": ["rgb_array"], "render_fps": 10}
+
+    def __init__(self, name: str, render_mode: str | None = None, **settings: Any):
+        self._build(name, settings)
+        self.metadata = {**self.metadata, "render_modes": _check_render_mode(self.env, name, render_mode)}
+        self.render_mode = render_mode
+        # A spec, so gymnasium.make(env.spec, render_mode=...) (and check_env) can build it again.
+        self.spec = EnvSpec(
+            f"jaxrl/{name}" if "-v" in name else f"jaxrl/{name}-v0",
+            entry_point=GymnasiumEnv,
+            kwargs={"name": name, **settings},
+        )
+        self.observation_space = to_space(self.env.observation_space(self.env_params))
+        self.action_space = to_space(self._action_space)
+        env, params = self.env, self.env_params
+
+        def reset(key: jax.Array) -> tuple[jax.Array, Any]:
+            key, sub = jax.random.split(key)
+            return key, *env.reset(sub, params)
+
+        def step(key: jax.Array, state: Any, action: jax.Array):
+            key, sub = jax.random.split(key)
+            obs, state, reward, terminated, info = env.step_env(sub, state, action, params)
+            return key, obs, state, reward, terminated, env.is_truncated(state, params), info
+
+        self._reset, self._step = jax.jit(reset), jax.jit(step)
+        self._draw = jax.jit(env.render_rgb) if self.metadata["render_modes"] else None
+        self._key = self._state = None
+
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
+        super().reset(seed=seed)
+        if seed is not None or self._key is None:
+            self._key = jax.random.key(int(self.np_random.integers(2**31)) if seed is None else seed)
+        self._key, obs, self._state = self._reset(self._key)
+        return np.asarray(obs), {}
+
+    def step(self, action: Any):
+        if self._state is None:
+            raise RuntimeError("call reset() before step()")
+        self._key, obs, self._state, reward, terminated, truncated, info = self._step(
+            self._key, self._state, self._action(action)
+        )
+        info = _numpy_info(info)
+        if np.ndim(reward):  # several agents in a world: the world's reward, each agent's in info
+            info["agent_rewards"] = np.asarray(reward)
+        return np.asarray(obs), float(np.sum(reward)), bool(terminated), bool(truncated), info
+
+    def render(self) -> np.ndarray | None:
+        if self.render_mode != "rgb_array" or self._state is None:
+            return None
+        return self._frame(self._state)
+
+
+class GymnasiumVectorEnv(_Adapted, VectorEnv):
+    """`num_envs` envs as a `gymnasium.vector.VectorEnv`, stepped in one jitted call (same-step autoreset)."""
+
+    metadata = {"render_modes": ["rgb_array"], "render_fps": 10, "autoreset_mode": AutoresetMode.SAME_STEP}
+
+    def __init__(self, name: str, num_envs: int, render_mode: str | None = None, **settings: Any):
+        if int(num_envs) < 1:
+            raise ValueError(f"num_envs={num_envs} is invalid: must be >= 1")
+        self._build(name, settings)
+        self.metadata = {**self.metadata, "render_modes": _check_render_mode(self.env, name, render_mode)}
+        self.render_mode = render_mode
+        self.num_envs = int(num_envs)
+        self.single_observation_space = to_space(self.env.observation_space(self.env_params))
+        self.single_action_space = to_space(self._action_space)
+        self.observation_space = batch_space(self.single_observation_space, self.num_envs)
+        self.action_space = batch_space(self.single_action_space, self.num_envs)
+        env, params, n = self.env, self.env_params, self.num_envs
+
+        def reset(key: jax.Array):
+            key, sub = jax.random.split(key)
+            return key, *jax.vmap(env.reset, in_axes=(0, None))(jax.random.split(sub, n), params)
+
+        def step(key: jax.Array, state: Any, action: jax.Array):
+            key, sub = jax.random.split(key)
+            step_one = jax.vmap(env.step, in_axes=(0, 0, 0, None))
+            obs, state, reward, terminated, truncated, info = step_one(jax.random.split(sub, n), state, action, params)
+            return key, obs, state, reward, terminated, truncated, info
+
+        self._reset, self._step = jax.jit(reset), jax.jit(step)
+        self._draw = jax.jit(env.render_rgb) if self.metadata["render_modes"] else None
+        self._key = self._state = None
+
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
+        if seed is not None or self._key is None:
+            self._key = jax.random.key(int(np.random.SeedSequence().generate_state(1)[0]) if seed is None else seed)
+        self._key, obs, self._state = self._reset(self._key)
+        return np.asarray(obs), {}
+
+    def step(self, actions: Any):
+        if self._state is None:
+            raise RuntimeError("call reset() before step()")
+        self._key, obs, self._state, reward, terminated, truncated, info = self._step(
+            self._key, self._state, self._action(actions)
+        )
+        info = _numpy_info(info)
+        done = np.asarray(terminated) | np.asarray(truncated)
+        final_obs = info.pop("final_observation")
+        info.pop("terminated", None), info.pop("truncated", None)
+        info = {**info, **{f"_{k}": np.ones(self.num_envs, bool) for k in info}}
+        if done.any():
+            info.update(final_obs=final_obs, _final_obs=done)
+        return np.asarray(obs), np.asarray(reward), np.asarray(terminated), np.asarray(truncated), info
+
+    def render(self) -> np.ndarray | None:
+        """The first env's frame."""
+        if self.render_mode != "rgb_array" or self._state is None:
+            return None
+        return self._frame(jax.tree.map(lambda x: x[0], self._state))
+
+
+def to_gymnasium(name: str, render_mode: str | None = None, **settings: Any) -> GymnasiumEnv:
+    """`name` (ours, a registered env or a gymnax id; settings as for `envs.make`) as a `gymnasium.Env`."""
+    return GymnasiumEnv(name, render_mode=render_mode, **settings)
+
+
+def to_gymnasium_vector(name: str, num_envs: int, render_mode: str | None = None, **settings: Any) -> GymnasiumVectorEnv:
+    """`num_envs` copies of `name` as a `gymnasium.vector.VectorEnv`, all stepped in one jitted call."""
+    return GymnasiumVectorEnv(name, num_envs, render_mode=render_mode, **settings)
