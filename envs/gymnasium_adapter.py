@@ -8,7 +8,9 @@ The single env steps one jitted call per `step` and does not reset itself (Gymna
 call `reset` after `terminated` or `truncated`). The vector env steps every env in one jitted
 call and resets finished ones in that same call: Gymnasium's `AutoresetMode.SAME_STEP`, with the
 last observation of a finished episode in `info["final_obs"]` (mask `info["_final_obs"]`).
-Spaces come from gymnax's own converter (`gymnax_space_to_gym_space`), except that an agent axis
+gymnax's own `GymnaxToGymWrapper` does not fit a Gymnasium single env (it steps eagerly, returns jax
+arrays and resets itself inside `step`), so these adapters are written here. Spaces come from
+gymnax's own converter (`gymnax_space_to_gym_space`), except that an agent axis
 (`AgentsDiscrete`, the grid with several agents) becomes a `MultiDiscrete`, and discrete actions
 are Gymnasium's usual int64.
 
