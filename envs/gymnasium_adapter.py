@@ -19,11 +19,10 @@ gymnasium is optional: `pip install gymnasium` (or jaxrl[bench]).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
 import gymnasium
 import jax
-import jax.numpy as jnp
 import numpy as np
 from gymnasium.envs.registration import EnvSpec
 from gymnasium.vector import AutoresetMode, VectorEnv
@@ -48,10 +47,6 @@ def to_space(space: Any) -> gymnasium.Space:
         high = np.broadcast_to(np.asarray(space.high, dtype), space.shape)
         return gymnasium.spaces.Box(low, high, space.shape, dtype)
     return spaces.gymnax_space_to_gym_space(space)
-
-
-def _numpy_info(info: dict[str, Any]) -> dict[str, Any]:
-    return {k: np.asarray(v) for k, v in jax.device_get(info).items()}
 
 
 class _Adapted:
@@ -81,7 +76,7 @@ def _check_render_mode(env: Any, name: str, render_mode: str | None) -> list[str
 class GymnasiumEnv(_Adapted, gymnasium.Env):
     """One env as a `gymnasium.Env` (see the module docstring)."""
 
-    metadata = {"render_modes": ["rgb_array"], "render_fps": 10}
+    metadata: ClassVar[dict[str, Any]] = {"render_modes": ["rgb_array"], "render_fps": 10}
 
     def __init__(self, name: str, render_mode: str | None = None, **settings: Any):
         self._build(name, settings)
@@ -150,7 +145,11 @@ class GymnasiumEnv(_Adapted, gymnasium.Env):
 class GymnasiumVectorEnv(_Adapted, VectorEnv):
     """`num_envs` envs as a `gymnasium.vector.VectorEnv`, stepped in one jitted call (same-step autoreset)."""
 
-    metadata = {"render_modes": ["rgb_array"], "render_fps": 10, "autoreset_mode": AutoresetMode.SAME_STEP}
+    metadata: ClassVar[dict[str, Any]] = {
+        "render_modes": ["rgb_array"],
+        "render_fps": 10,
+        "autoreset_mode": AutoresetMode.SAME_STEP,
+    }
 
     def __init__(self, name: str, num_envs: int, render_mode: str | None = None, **settings: Any):
         if int(num_envs) < 1:
@@ -173,7 +172,9 @@ class GymnasiumVectorEnv(_Adapted, VectorEnv):
             key, sub = jax.random.split(key)
             step_one = jax.vmap(env.step, in_axes=(0, 0, 0, None))
             obs, state, reward, terminated, truncated, info = step_one(jax.random.split(sub, n), state, action, params)
-            return key, obs, state, reward, terminated, truncated, info
+            final_obs = info.pop("final_observation")
+            info = {k: v for k, v in info.items() if k not in ("terminated", "truncated")}
+            return key, state, (obs, reward, terminated, truncated, info), final_obs
 
         self._reset, self._step = jax.jit(reset), jax.jit(step)
         self._draw = jax.jit(env.render_rgb) if self.metadata["render_modes"] else None
@@ -188,17 +189,14 @@ class GymnasiumVectorEnv(_Adapted, VectorEnv):
     def step(self, actions: Any):
         if self._state is None:
             raise RuntimeError("call reset() before step()")
-        self._key, obs, self._state, reward, terminated, truncated, info = self._step(
-            self._key, self._state, self._action(actions)
-        )
-        info = _numpy_info(info)
-        done = np.asarray(terminated) | np.asarray(truncated)
-        final_obs = info.pop("final_observation")
-        info.pop("terminated", None), info.pop("truncated", None)
+        self._key, self._state, out, final_obs = self._step(self._key, self._state, self._action(actions))
+        obs, reward, terminated, truncated, info = jax.device_get(out)  # one transfer
+        info = {k: np.asarray(v) for k, v in info.items()}
         info = {**info, **{f"_{k}": np.ones(self.num_envs, bool) for k in info}}
-        if done.any():
-            info.update(final_obs=final_obs, _final_obs=done)
-        return np.asarray(obs), np.asarray(reward), np.asarray(terminated), np.asarray(truncated), info
+        done = terminated | truncated
+        if done.any():  # the finished episodes' last observations are fetched only then
+            info.update(final_obs=np.asarray(final_obs), _final_obs=done)
+        return np.asarray(obs), reward, terminated, truncated, info
 
     def render(self) -> np.ndarray | None:
         """The first env's frame."""

@@ -37,7 +37,7 @@ def _configs_from_source_tree() -> None:
 
 _configs_from_source_tree()
 
-from jaxrl.api import Policy, Run, load, train  # noqa: E402
-from jaxrl.config import ConfigError  # noqa: E402
+from jaxrl.api import Policy, Run, load, train
+from jaxrl.config import ConfigError
 
 __all__ = ["ConfigError", "Policy", "Run", "load", "train"]

@@ -171,11 +171,9 @@ class QNetwork(nn.Module):
 
 
 def sample(key: jax.Array, pi, continuous: bool) -> jax.Array:
-    """Draw actions from logits (discrete) or (mean, log_std) (continuous)."""
-    if continuous:
-        mean, log_std = pi
-        return mean + jnp.exp(log_std) * jax.random.normal(key, mean.shape)
-    return jax.random.categorical(key, pi)
+    """Draw actions from logits (discrete) or (mean, log_std) (continuous): `sample_with` fresh `noise`."""
+    head = pi[0] if continuous else pi
+    return sample_with(pi, noise(key, head.shape[:-1], head.shape[-1], continuous), continuous)
 
 
 def noise(key: jax.Array, batch: tuple[int, ...], num_actions: int, continuous: bool) -> jax.Array:

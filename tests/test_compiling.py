@@ -58,7 +58,7 @@ def test_a_second_start_loads_its_programs_from_compile_cache(tmp_path, restore_
     import jaxrl
 
     cache = tmp_path / "cache"
-    settings = dict(env="CartPole-v1", total_timesteps=2048, num_chunks=2, progress=False, compile_cache=str(cache))
+    settings = {"env": "CartPole-v1", "total_timesteps": 2048, "num_chunks": 2, "progress": False, "compile_cache": str(cache)}
     first = jaxrl.train(run_dir=tmp_path / "a", **settings)
     entries = sorted(p.name for p in cache.iterdir())
     assert any(name.startswith("jit_") for name in entries), entries  # the chunk and init programs went in

@@ -133,8 +133,8 @@ def test_a_script_that_registers_its_env_trains_it_from_the_command_line(corrido
     )
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(corridor), str(ROOT)]))
     args = ["env=corridor", "env.length=5", "num_envs=4", "total_timesteps=2048", f"run_dir={tmp_path / 'run'}"]
-    proc = subprocess.run([sys.executable, str(script), *args], capture_output=True, text=True, env=env, timeout=300)
+    proc = subprocess.run([sys.executable, str(script), *args], capture_output=True, text=True, env=env, timeout=300, check=False)
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert (tmp_path / "run" / "summary.json").is_file()
-    bad = subprocess.run([sys.executable, str(script), "env=corridor", "env.length=x"], capture_output=True, text=True, env=env)
+    bad = subprocess.run([sys.executable, str(script), "env=corridor", "env.length=x"], capture_output=True, text=True, env=env, check=False)
     assert bad.returncode == 2 and bad.stderr.count("\n") == 1 and "Traceback" not in bad.stderr
