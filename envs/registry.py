@@ -17,11 +17,15 @@ from __future__ import annotations
 import dataclasses
 import functools
 import inspect
+import math
 import types
 from collections.abc import Callable, Mapping
 from typing import Any, Optional
 
 import gymnax
+import numpy as np
+
+INT32_MAX = 2**31 - 1
 
 
 class UnknownEnvError(ValueError):
@@ -107,13 +111,32 @@ class EnvSpec:
 
     @staticmethod
     def check(env: Any, params: Any) -> None:
-        """EnvSettingError naming the first parameter out of range (envs with a `check_params`)."""
+        """EnvSettingError naming the first parameter out of range: the env's own `check_params` when it
+        has one, and for every env the rules any traced parameter obeys (see `check_numbers`)."""
         check = getattr(env, "check_params", None)
-        if check is not None:
-            try:
+        try:
+            if check is not None:
                 check(params)
-            except ValueError as e:
-                raise EnvSettingError(str(e)) from None
+            check_numbers(params)
+        except ValueError as e:
+            raise EnvSettingError(str(e)) from None
+
+
+def check_numbers(params: Any) -> None:
+    """ValueError for a parameter no env can run with: a float that is not a finite float32, an
+    integer beyond int32, or a `max_steps_in_episode` below 1 (they are float32 and int32 inside the step)."""
+    for f in dataclasses.fields(params):
+        value = getattr(params, f.name)
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            continue
+        with np.errstate(over="ignore"):
+            finite = math.isfinite(float(np.float32(value)))
+        if isinstance(value, float) and not finite:
+            raise ValueError(f"{f.name}={value!r} is invalid: must be a finite float32")
+        if isinstance(value, int) and abs(value) > INT32_MAX:
+            raise ValueError(f"{f.name}={value!r} is invalid: must be at most {INT32_MAX} in size")
+        if f.name == "max_steps_in_episode" and value < 1:
+            raise ValueError(f"{f.name}={value!r} is invalid: must be an integer from 1 to {INT32_MAX}")
 
 
 def _type_of(value: Any) -> type:
@@ -128,9 +151,7 @@ _ENVS: dict[str, EnvSpec] = {}  # registered, in registration order
 _GYMNAX: dict[str, EnvSpec] = {}  # gymnax ids described on first use
 
 
-def register(
-    name: str, factory: Callable[..., Any], tuned: Mapping[str, Mapping[str, Any]] | None = None
-) -> EnvSpec:
+def register(name: str, factory: Callable[..., Any], tuned: Mapping[str, Mapping[str, Any]] | None = None) -> EnvSpec:
     """Register an env under `name` for `make`, `python -m jaxrl.train env=<name>` and `jaxrl.train(env=...)`.
 
     `factory(**settings)` returns a gymnax `Environment` (or `(env, env_params)`); its keyword

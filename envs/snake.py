@@ -192,7 +192,7 @@ class Snake(Env):
         ).astype(jnp.int32)
         occupied = jnp.where(eats, state.occupied, state.occupied & ~tail_bit)
         tail = jnp.where(eats, state.tail, state.tail + pick(self._flat_step, link))
-        head_bit = self._bit(head)
+        head_bit = jnp.where(off_board, jnp.uint32(0), self._bit(head))  # a head off the board holds no cell
         bites = ~off_board & jnp.any((occupied & head_bit) != 0)
         dead = off_board | bites
 
@@ -261,7 +261,10 @@ class Snake(Env):
         code = bits.reshape(-1)[: self.num_cells].astype(jnp.uint8) * jnp.uint8(2)
         cells = self._cells.reshape(-1)
         code = jnp.where(cells == state.apple, jnp.uint8(3), code)
-        code = jnp.where(cells == state.head_row * self.size + state.head_col, jnp.uint8(1), code)
+        # After a death off the board the head is nowhere: row * size + col would wrap onto a real cell.
+        row, col = state.head_row, state.head_col
+        on_board = (row >= 0) & (row < self.size) & (col >= 0) & (col < self.size)
+        code = jnp.where(cells == jnp.where(on_board, row * self.size + col, -1), jnp.uint8(1), code)
         channels = jnp.arange(1, 4, dtype=jnp.uint8)
         return (code[:, None] == channels).astype(jnp.uint8).reshape(self.size, self.size, 3)
 

@@ -39,5 +39,6 @@ _configs_from_source_tree()
 
 from jaxrl.api import Policy, Run, load, train
 from jaxrl.config import ConfigError
+from jaxrl.errors import NonFiniteError, SaveError
 
-__all__ = ["ConfigError", "Policy", "Run", "load", "train"]
+__all__ = ["ConfigError", "NonFiniteError", "Policy", "Run", "SaveError", "load", "train"]

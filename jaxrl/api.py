@@ -68,8 +68,10 @@ def to_overrides(settings: dict[str, Any]) -> list[str]:
 
 
 def default_run_dir(cfg: TrainConfig) -> Path:
+    from jaxrl.rundir import fresh_default
+
     stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
-    return Path("runs") / f"{cfg.env.name}-{cfg.algo.name}-{stamp}"
+    return fresh_default(Path("runs") / f"{cfg.env.name}-{cfg.algo.name}-{stamp}")
 
 
 def check_same_state(saved: TrainConfig, cfg: TrainConfig, overrides: list[str]) -> None:
@@ -95,6 +97,7 @@ def _prepare(cfg: TrainConfig) -> tuple[Any, Any, Any]:
     from jaxrl.curriculum import for_config
     from jaxrl.devices import select_device
     from jaxrl.driver import Program
+    from jaxrl.rundir import check_writable
     from jaxrl.runlog import check_loggers
 
     try:
@@ -103,6 +106,7 @@ def _prepare(cfg: TrainConfig) -> tuple[Any, Any, Any]:
         raise ConfigError(str(e)) from None
     devices = select_device(cfg.device)
     if cfg.compile_cache:
+        check_writable(Path(cfg.compile_cache).expanduser(), "compile_cache")
         use_persistent_cache(cfg.compile_cache)
     env, env_params = make_env(cfg)
     program = Program(cfg, env, env_params)
@@ -116,31 +120,47 @@ def _start(cfg: TrainConfig, resolved: Any, resume: Path | None) -> tuple[Any, A
 
     from jaxrl.checkpoint import Checkpointer
     from jaxrl.driver import RunContext, RunProgress
+    from jaxrl.rundir import check_writable, move_aside, refuse_taken
 
+    run_dir = resume or (Path(cfg.run_dir).expanduser() if cfg.run_dir else default_run_dir(cfg))
+    if resume is None:
+        refuse_taken(run_dir, cfg.overwrite)
     devices, program, curriculum = _prepare(cfg)
     device = devices[0]
-    run_dir = resume or (Path(cfg.run_dir).expanduser() if cfg.run_dir else default_run_dir(cfg))
-    run_dir.mkdir(parents=True, exist_ok=True)
-    checkpoints = Checkpointer(run_dir / "checkpoints", keep=cfg.checkpoint.keep)
+    moved = move_aside(run_dir) if resume is None and cfg.overwrite else None
+    if moved is not None:
+        print(f"overwrite=true: the run that was in {run_dir} is now in {moved}", flush=True)
+    check_writable(run_dir)
+    progress = RunProgress()
+    checkpoints = Checkpointer(run_dir / "checkpoints", keep=cfg.checkpoint.keep, run_id=progress.run_id)
     print(f"device: {device.platform} x{len(devices)} ({device.device_kind})", flush=True)
     print(
         f"env: {cfg.env.name} | algo: {cfg.algo.name} | seeds: {cfg.num_seeds} | envs/seed: {cfg.num_envs}"
         f" | run dir: {run_dir}",
         flush=True,
     )
-    runner, progress = None, RunProgress()
+    runner = None
     if resume is not None:
         warn = lambda line: print(line, file=sys.stderr, flush=True)
         step, runner, meta = checkpoints.restore_latest(program.abstract_runner(), warn=warn)
         progress = RunProgress.from_meta(meta)
+        checkpoints.run_id = progress.run_id
         print(f"resumed from {checkpoints.path(step)} ({step:,} env steps per seed)", flush=True)
     (run_dir / "config.yaml").write_text(OmegaConf.to_yaml(resolved, resolve=True))  # with any resume overrides
     runner, compile_s = program.compile(runner)
     progress.compile_s += compile_s
     total = program.num_updates * program.steps_per_update
-    rounded = "" if total == int(cfg.total_timesteps) else f" ({total:,} env steps: total_timesteps rounded down to whole updates)"
-    print(f"compiled in {compile_s:.1f}s; {program.num_updates} updates in chunks of {program.chunk}{rounded}", flush=True)
+    rounded = (
+        ""
+        if total == int(cfg.total_timesteps)
+        else f" ({total:,} env steps: total_timesteps rounded down to whole updates)"
+    )
+    print(
+        f"compiled in {compile_s:.1f}s; {program.num_updates} updates in chunks of {program.chunk}{rounded}", flush=True
+    )
     ctx = RunContext(cfg, resolved, program, run_dir, progress, device=device, resumed=resume is not None)
+    if resume is not None:
+        ctx.saved = checkpoints.path(step)  # the last good checkpoint until this process saves one
     return ctx, runner, (checkpoints, curriculum)
 
 
@@ -148,6 +168,7 @@ def run_training(cfg: TrainConfig, resolved: Any, resume: Path | None = None, ho
     """Train (or resume) as configured, writing the run directory; returns the run's `RunContext`."""
     from jaxrl import hooks as jobs
     from jaxrl.driver import host_loop
+    from jaxrl.errors import NonFiniteError
 
     ctx, runner, (checkpoints, curriculum) = _start(cfg, resolved, resume)
     schedule = [jobs.CurriculumHook(curriculum)] if curriculum is not None else []
@@ -158,6 +179,7 @@ def run_training(cfg: TrainConfig, resolved: Any, resume: Path | None = None, ho
         *hooks,
         jobs.SummaryHook(),
     ]
+    broken = None
     try:
         for hook in chain:
             hook.start(ctx)
@@ -165,9 +187,14 @@ def run_training(cfg: TrainConfig, resolved: Any, resume: Path | None = None, ho
             runner = host_loop(ctx, runner, chain)
         for hook in chain:
             hook.end(ctx, runner)
+    except NonFiniteError as e:
+        broken = e
     finally:
         for hook in chain:
-            hook.close(ctx)
+            hook.close(ctx)  # the checkpoint write in flight (of a good state) ends here
+    if broken is not None:
+        good = ctx.saved if ctx.saved is not None else "none (the run had saved none yet)"
+        raise NonFiniteError(f"{broken}; last good checkpoint: {good}") from None
     return ctx
 
 

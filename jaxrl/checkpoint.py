@@ -6,29 +6,42 @@ updates done, timings, per-chunk episode history, the resolved config, env name 
 library versions), so it loads without the original command line.
 
 Orbax writes each checkpoint into a temporary directory and renames it when complete, so a
-half-written one is never listed. Saves run in the background: the state is first copied to
-host memory, so the next chunk (which donates the device buffers) cannot change what is
+half-written one is never listed. Saves run on a background thread: the state is first copied
+to host memory, so the next chunk (which donates the device buffers) cannot change what is
 written. A checkpoint that fails to load (corrupt or partial files) is skipped with a warning
-in favour of the previous one.
+in favour of the previous one; written again later, the unreadable one is moved aside, never
+deleted. Every checkpoint carries its run's id, and a save never replaces another run's.
 """
 
 from __future__ import annotations
 
+import errno
+import logging
+import shutil
 import sys
+from concurrent.futures import Future, ThreadPoolExecutor
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import jax
 import numpy as np
 
 from jaxrl.config import ConfigError
+from jaxrl.errors import SaveError
 
 FORMAT = 2  # 2: runners hold their envs as one `Streams` record (jaxrl.rollout)
 
 
 class CheckpointError(ConfigError):
     """No usable checkpoint; the message is one line."""
+
+
+class SaveOutcome(NamedTuple):
+    """How a checkpoint write ended: its directory when it landed, else a one-line reason (both None: no write)."""
+
+    path: Path | None
+    error: str | None
 
 
 def versions() -> dict[str, str]:
@@ -70,17 +83,26 @@ def _zeros_like_saved(a: Any) -> np.ndarray:
 
 
 class Checkpointer:
-    """Saves and restores runner states under one directory, keeping the newest `keep`."""
+    """Saves and restores runner states under one directory, keeping the newest `keep`.
 
-    def __init__(self, directory: Path, keep: int = 3):
+    A save copies the state to host memory at once and writes it on a background thread (one
+    write at a time); `finish` waits for it and says whether it landed. Orbax writes into a
+    temporary directory and renames it when complete, so a failed or killed write never
+    replaces a checkpoint.
+    """
+
+    def __init__(self, directory: Path, keep: int = 3, run_id: str | None = None):
         import orbax.checkpoint as ocp
 
         self.directory = Path(directory).absolute()
+        self.run_id = run_id  # written into every checkpoint's meta; a save never replaces another run's
         options = ocp.CheckpointManagerOptions(
-            max_to_keep=keep, enable_async_checkpointing=True, create=True, cleanup_tmp_directories=True
+            max_to_keep=keep, enable_async_checkpointing=False, create=True, cleanup_tmp_directories=True
         )
         self._ocp = ocp
         self._manager = ocp.CheckpointManager(self.directory, options=options)
+        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="jaxrl-checkpoint")
+        self._pending: tuple[int, Future] | None = None
 
     def steps(self) -> list[int]:
         """Completed checkpoints, oldest first."""
@@ -89,20 +111,75 @@ class Checkpointer:
     def path(self, step: int) -> Path:
         return self.directory / str(step)
 
-    def save(self, step: int, runner: Any, meta: dict[str, Any], wait: bool = False) -> Path:
-        """Start writing checkpoint `step` (background unless `wait`); returns its directory."""
-        ocp = self._ocp
-        meta = {**meta, "format": FORMAT, "step": step, "saved_at": datetime.now(UTC).isoformat(timespec="seconds")}
-        args = ocp.args.Composite(state=ocp.args.StandardSave(to_host(runner)), meta=ocp.args.JsonSave(meta))
-        if step in self._manager.all_steps():  # an unreadable one the run fell back past: written again
-            self._manager.delete(step)
-        self._manager.save(step, args=args, force=True)
-        if wait:
-            self._manager.wait_until_finished()
-        return self.path(step)
+    def save(self, step: int, runner: Any, meta: dict[str, Any], wait: bool = False) -> SaveOutcome:
+        """Write checkpoint `step` (on the background thread unless `wait`) after the previous write ends.
 
-    def wait(self) -> None:
-        self._manager.wait_until_finished()
+        Returns the previous write's outcome (or this one's with `wait`); never raises for a failed write.
+        """
+        previous = self.finish()
+        meta = {
+            **meta,
+            "format": FORMAT,
+            "step": step,
+            "run_id": self.run_id,
+            "saved_at": datetime.now(UTC).isoformat(timespec="seconds"),
+        }
+        state = to_host(runner)  # copied now: the next chunk donates the device buffers
+        self._pending = (step, self._pool.submit(self._write, step, state, meta))
+        return self.finish() if wait else previous
+
+    def _write(self, step: int, state: Any, meta: dict[str, Any]) -> None:
+        ocp = self._ocp
+        needed = sum(np.asarray(x).nbytes for x in jax.tree.leaves(state)) + 2**17  # + orbax's own files
+        free = shutil.disk_usage(self.directory).free
+        if free < needed:
+            raise OSError(
+                errno.ENOSPC, f"not enough free space: about {needed / 2**20:.1f} MB needed, {free / 2**20:.1f} MB free"
+            )
+        if step in self._manager.all_steps():
+            self._set_aside(step)
+        args = ocp.args.Composite(state=ocp.args.StandardSave(state), meta=ocp.args.JsonSave(meta))
+        absl_logger = logging.getLogger("absl")
+        level = absl_logger.level
+        absl_logger.setLevel(logging.CRITICAL)  # orbax logs a failed write's traceback; we report it in one line
+        try:
+            self._manager.save(step, args=args, force=True)
+        except BaseException:
+            for partial in self.directory.glob(f"{step}.orbax-checkpoint-tmp*"):
+                shutil.rmtree(partial, ignore_errors=True)
+            raise
+        finally:
+            absl_logger.setLevel(level)
+
+    def _set_aside(self, step: int) -> None:
+        """Move an existing checkpoint `step` of this run (one a resume fell back past) aside, never deleting it;
+        SaveError when it belongs to another run."""
+        try:
+            owner = self.read_meta(step).get("run_id")
+        except Exception:  # noqa: BLE001  (unreadable: the reason the run fell back past it)
+            owner = self.run_id
+        if owner is not None and owner != self.run_id:  # checkpoints from before run ids carry none
+            raise SaveError(
+                f"checkpoint {self.path(step)} belongs to another run (run id {owner}); it is not replaced"
+                " (do two runs write to this run_dir?)"
+            )
+        stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
+        self.path(step).rename(self.directory / f"{step}.unreadable-{stamp}")
+        self._manager.reload()
+
+    def finish(self) -> SaveOutcome:
+        """Wait for the write in flight; its outcome (`SaveOutcome(None, None)` when there was none)."""
+        if self._pending is None:
+            return SaveOutcome(None, None)
+        step, future = self._pending
+        self._pending = None
+        error = future.exception()
+        if error is None:
+            return SaveOutcome(self.path(step), None)
+        if isinstance(error, SaveError):
+            raise error
+        reason = (str(error).strip().splitlines() or [type(error).__name__])[0]
+        return SaveOutcome(None, f"checkpoint {self.path(step)} could not be written ({reason[:300]})")
 
     def read_meta(self, step: int) -> dict[str, Any]:
         ocp = self._ocp
@@ -140,6 +217,10 @@ class Checkpointer:
                 warn(f"warning: checkpoint {self.path(step)} is unreadable ({reason}); trying an older one")
         raise CheckpointError(f"no readable checkpoint in {self.directory} (tried {len(steps)})")
 
-    def close(self) -> None:
-        self._manager.wait_until_finished()
-        self._manager.close()
+    def close(self) -> SaveOutcome:
+        """Wait for the write in flight and release the manager; that write's outcome."""
+        try:
+            return self.finish()
+        finally:
+            self._pool.shutdown(wait=True)
+            self._manager.close()

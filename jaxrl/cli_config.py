@@ -112,7 +112,7 @@ def compose_config(overrides: list[str]) -> tuple[TrainConfig, Any]:
     return typed, cfg
 
 
-RESUME_FIXED = ("env", "algo", "run_dir", "seed", "num_seeds")
+RESUME_FIXED = ("env", "algo", "run_dir", "seed", "num_seeds", "overwrite")
 
 
 def resume_config(run_dir, overrides: list[str], flag: str = "resume") -> tuple[TrainConfig, Any, TrainConfig]:
@@ -138,6 +138,8 @@ def resume_config(run_dir, overrides: list[str], flag: str = "resume") -> tuple[
         key, eq, _ = item.partition("=")
         if not eq:
             raise UsageError(f"bad argument '{item}': expected key=value (see `python -m jaxrl.train --help`)")
+        if key.lstrip("+~") == "overwrite":
+            raise UsageError(f"{item}: overwrite= starts a new run in a taken run_dir; resume= continues the run there")
         if key.lstrip("+~") in RESUME_FIXED:
             raise UsageError(f"{item}: a resumed run keeps its {key}; start a new run to change it")
     try:

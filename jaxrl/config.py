@@ -6,6 +6,8 @@ raises `ConfigError` with one line naming the bad setting and what is allowed.
 
 from __future__ import annotations
 
+import dataclasses
+import math
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -46,6 +48,7 @@ class TrainConfig:
     total_timesteps: float = 5e5  # env steps per seed (accepts 2e6), rounded down to whole updates
     num_chunks: int = 50  # host round-trips over the run: progress lines and metrics rows
     run_dir: str | None = None  # where outputs go; default runs/<env>-<algo>-<time>
+    overwrite: bool = False  # start anyway in a run_dir that holds a run: the old run is moved aside, not deleted
     device: str = "auto"  # auto | cpu | tpu | gpu | metal
     compile_cache: str | None = None  # jax's persistent compilation cache dir: a second start skips compiling
     progress: bool = True  # live progress line on a terminal (plain lines otherwise)
@@ -57,17 +60,44 @@ class TrainConfig:
 
 # -- checks shared by every algorithm's config ---------------------------------------------
 
+INT32_MAX = 2**31 - 1  # counts and sizes become int32 inside the compiled program
+SEED_MAX = 2**32 - 1  # jax.random.key keeps 32 bits of the seed: larger ones would collide
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
 
 def positive(name: str, value: Any) -> None:
-    """ConfigError unless value > 0."""
-    if value is None or value <= 0:
-        raise ConfigError(f"{name}={value} is invalid: must be > 0")
+    """ConfigError unless value is a finite number > 0."""
+    if not _number(value) or not math.isfinite(value) or value <= 0:
+        raise ConfigError(f"{name}={value} is invalid: must be a finite number > 0")
 
 
-def in_range(name: str, value: Any, low: float, high: float) -> None:
-    """ConfigError unless low <= value <= high."""
-    if not low <= value <= high:
-        raise ConfigError(f"{name}={value} is invalid: must be in [{low:g}, {high:g}]")
+def non_negative(name: str, value: Any) -> None:
+    """ConfigError unless value is a finite number >= 0."""
+    if not _number(value) or not math.isfinite(value) or value < 0:
+        raise ConfigError(f"{name}={value} is invalid: must be a finite number >= 0")
+
+
+def in_range(name: str, value: Any, low: float, high: float, open_low: bool = False) -> None:
+    """ConfigError unless low <= value <= high (low < value with `open_low`)."""
+    above = value > low if open_low else value >= low
+    if not _number(value) or not (above and value <= high):
+        bracket = "(" if open_low else "["
+        raise ConfigError(f"{name}={value} is invalid: must be in {bracket}{low:g}, {high:g}]")
+
+
+def check_numbers(prefix: str, group: Any) -> None:
+    """Every number of a config group finite and every integer within int32 (they are compiled in)."""
+    for f in dataclasses.fields(group):
+        value = getattr(group, f.name)
+        values = value if isinstance(value, list | tuple) else [value]
+        for v in values:
+            if isinstance(v, float) and not math.isfinite(v):
+                raise ConfigError(f"{prefix}{f.name}={value} is invalid: must be a finite number")
+            if _number(v) and isinstance(v, int) and abs(v) > INT32_MAX:
+                raise ConfigError(f"{prefix}{f.name}={value} is invalid: must be at most {INT32_MAX} in size")
 
 
 def check_network(a: Any) -> None:
@@ -76,8 +106,12 @@ def check_network(a: Any) -> None:
         raise ConfigError(f"algo.network={a.network} is invalid: allowed {', '.join(NETWORKS)}")
     if a.activation not in ACTIVATIONS:
         raise ConfigError(f"algo.activation={a.activation} is invalid: allowed {', '.join(ACTIVATIONS)}")
-    if any(h <= 0 for h in a.hidden) or any(c <= 0 for c in a.channels):
-        raise ConfigError("algo.hidden and algo.channels must hold positive widths")
+    for name in ("hidden", "channels"):
+        widths = getattr(a, name)
+        if any(w <= 0 or w > 65536 for w in widths):
+            raise ConfigError(f"algo.{name}={list(widths)} is invalid: layer widths must be integers from 1 to 65536")
+    if a.network == "cnn" and not a.channels:
+        raise ConfigError("algo.channels=[] is invalid with algo.network=cnn: give at least one conv layer")
 
 
 def agents_per_world(cfg: TrainConfig) -> int:
@@ -87,13 +121,25 @@ def agents_per_world(cfg: TrainConfig) -> int:
 
 def validate(cfg: TrainConfig) -> None:
     """Check values and relations; raise ConfigError naming the first bad one."""
-    for name in ("num_seeds", "num_envs", "total_timesteps", "num_chunks"):
-        positive(name, getattr(cfg, name))
+    if not 0 <= cfg.seed <= SEED_MAX:
+        raise ConfigError(f"seed={cfg.seed} is invalid: must be an integer from 0 to {SEED_MAX}")
+    for name in ("num_seeds", "num_envs", "num_chunks"):
+        value = getattr(cfg, name)
+        if not 1 <= value <= INT32_MAX:
+            raise ConfigError(f"{name}={value} is invalid: must be an integer from 1 to {INT32_MAX}")
+    if not _number(cfg.total_timesteps) or not 1 <= cfg.total_timesteps <= 1e15:
+        raise ConfigError(f"total_timesteps={cfg.total_timesteps} is invalid: must be a number from 1 to 1e15")
     for name in logger_names(cfg.logger):
         if name not in LOGGERS:
             raise ConfigError(
                 f"logger={name} is invalid: allowed {', '.join(LOGGERS)} (several: logger=[tensorboard,wandb])"
             )
+    if not str(cfg.wandb_project).strip() or any(c in str(cfg.wandb_project) for c in "/\\#?%:"):
+        raise ConfigError(f"wandb_project={cfg.wandb_project!r} is invalid: a non-empty name without / \\ # ? % :")
+    for name in ("run_dir", "compile_cache"):
+        value = getattr(cfg, name)
+        if value is not None and (not str(value).strip() or "\0" in str(value)):
+            raise ConfigError(f"{name}={value!r} is invalid: must be a directory path")
     c = cfg.checkpoint
     if c.keep < 1:
         raise ConfigError(f"checkpoint.keep={c.keep} is invalid: must be >= 1")
@@ -103,8 +149,9 @@ def validate(cfg: TrainConfig) -> None:
         positive("checkpoint.every_minutes", c.every_minutes)
     if cfg.device not in DEVICES:
         raise ConfigError(f"device={cfg.device} is invalid: allowed {', '.join(DEVICES)}")
+    check_numbers("algo.", cfg.algo)
     check_network(cfg.algo)
-    in_range("algo.gamma", cfg.algo.gamma, 0, 1)
+    in_range("algo.gamma", cfg.algo.gamma, 0, 1, open_low=True)
     positive("algo.lr", cfg.algo.lr)
     positive("algo.max_grad_norm", cfg.algo.max_grad_norm)
     cfg.algo.validate(cfg)
@@ -112,8 +159,6 @@ def validate(cfg: TrainConfig) -> None:
 
 def env_settings(cfg: TrainConfig) -> dict[str, Any]:
     """The env group's settings but its name (constructor arguments and EnvParams overrides)."""
-    import dataclasses
-
     return {f.name: getattr(cfg.env, f.name) for f in dataclasses.fields(cfg.env) if f.name != "name"}
 
 

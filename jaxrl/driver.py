@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import time
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +21,8 @@ import numpy as np
 from jaxrl import algorithm, loop
 from jaxrl.compiling import compile_aside, compile_jit
 from jaxrl.config import TrainConfig, agents_per_world
-from jaxrl.stats import UpdateStats
+from jaxrl.errors import NonFiniteError
+from jaxrl.stats import UpdateStats, all_finite
 
 
 def over_seeds(fn: Any, num_seeds: int, in_axes: tuple[Any, ...]) -> Any:
@@ -52,10 +54,19 @@ class Program:
         self.steps_per_update = self.algo.steps_per_update  # env (world) steps per update per seed
         self.chunk = chunk or max(1, math.ceil(self.num_updates / cfg.num_chunks))  # updates per compiled call
         self.agents_per_world = agents_per_world(cfg)
-        run_chunk = lambda runner, n: loop.run_chunk(self.algo.update, runner, n, self.chunk)
+        run_chunk = lambda runner, n: loop.run_chunk(self.guarded_update, runner, n, self.chunk)
         self._chunk_fn = jax.jit(over_seeds(run_chunk, cfg.num_seeds, (0, None)), donate_argnums=0)
         self._init_fn = jax.jit(over_seeds(self.algo.init, cfg.num_seeds, (0,)))
         self._compiled = None
+
+    def guarded_update(self, runner: Any) -> tuple[Any, UpdateStats]:
+        """The algorithm's update, its stats' `finite` flag also covering the parameters it leaves.
+
+        One reduction over the parameters per update: 0.3% of a CartPole PPO update's time on the 2-core CPU.
+        """
+        runner, stats = self.algo.update(runner)
+        learned = stats.finite if stats.finite is not None else all_finite(stats.learner)
+        return runner, stats.replace(finite=learned & all_finite(self.algo.policy_params(runner)))
 
     def check_memory(self, device: Any) -> None:
         """ConfigError when the algorithm's large allocations for all seeds exceed the device's free memory."""
@@ -117,6 +128,24 @@ class Program:
         return runner, self.fetch(stats, active)
 
 
+def first_non_finite(stats: UpdateStats) -> tuple[int, str] | None:
+    """(index of the first update whose `finite` flag is down, in any seed; what was not finite) or None.
+
+    What: the first learner figure that is NaN or inf in that update, else "parameters".
+    """
+    bad = ~np.asarray(stats.finite, bool)  # (seeds, active)
+    if not bad.any():
+        return None
+    index = int(np.argmax(bad.any(axis=0)))
+    seeds = bad[:, index]
+    losses_first = sorted(stats.learner, key=lambda k: ("loss" not in k, k != "grad_norm"))
+    for name in losses_first:
+        values = stats.learner[name]
+        if not np.isfinite(np.asarray(values)[seeds, index]).all():
+            return index, name
+    return index, "parameters"
+
+
 @dataclasses.dataclass
 class RunProgress:
     """Host-side bookkeeping of a run, saved in every checkpoint's meta."""
@@ -125,10 +154,12 @@ class RunProgress:
     train_s: float = 0.0
     compile_s: float = 0.0  # summed over this run's processes
     history: list[dict[str, Any]] = dataclasses.field(default_factory=list)  # per chunk: env_steps, per-seed sums
+    run_id: str = dataclasses.field(default_factory=lambda: uuid.uuid4().hex[:12])  # kept across resumes
 
     @classmethod
     def from_meta(cls, meta: dict[str, Any]) -> RunProgress:
-        return cls(meta["done_updates"], meta["train_s"], meta["compile_s"], meta["history"])
+        run_id = meta.get("run_id") or uuid.uuid4().hex[:12]  # checkpoints before run ids had none
+        return cls(meta["done_updates"], meta["train_s"], meta["compile_s"], meta["history"], run_id)
 
 
 @dataclasses.dataclass
@@ -251,6 +282,7 @@ def host_loop(ctx: RunContext, runner: Any, hooks: list[Hook]) -> Any:
         hold = any(hook.needs_runner(ctx, ends_at) for hook in hooks)
         ahead = None if hold else dispatch_next(ctx, flight.runner, hooks, ends_at)
         stats = program.fetch(flight.stats, flight.plan.active)
+        stop_if_non_finite(ctx, flight.plan, stats)
         now = time.perf_counter()
         seconds = now - max(flight.dispatched, last_end)
         last_end = now
@@ -268,3 +300,18 @@ def host_loop(ctx: RunContext, runner: Any, hooks: list[Hook]) -> Any:
             flight = dispatch_next(ctx, runner, hooks, ends_at)
     ctx.interrupted = ctx.stop_requested and not ctx.finished
     return runner
+
+
+def stop_if_non_finite(ctx: RunContext, plan: Plan, stats: UpdateStats) -> None:
+    """NonFiniteError when an update of this chunk left a non-finite loss, gradient norm or parameter.
+
+    Raised before any hook sees the chunk, so its state is neither checkpointed nor logged; the run's
+    caller adds the last good checkpoint to the message once the writes in flight have ended.
+    """
+    found = first_non_finite(stats)
+    if found is None:
+        return
+    index, what = found
+    update = plan.start + index + 1
+    steps = update * ctx.program.steps_per_update
+    raise NonFiniteError(f"non-finite {what} at update {update} (env steps {steps:,})")

@@ -14,7 +14,6 @@ With several agents per world an episode's return is the world's (the sum over i
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 import time
@@ -30,6 +29,7 @@ from jaxrl.algorithm import PolicyFn
 from jaxrl.checkpoint import CheckpointError
 from jaxrl.cli_config import UsageError
 from jaxrl.config import ConfigError
+from jaxrl.runlog import write_json
 
 USAGE = """usage: python -m jaxrl.eval run_dir=DIR [key=value ...]
 
@@ -254,6 +254,7 @@ def evaluate(
         frames = jax.device_get(jax.jit(replay)(keys[best_seed]))
         if render == "gif":
             path = Path(out).expanduser() if out else run.run_dir / "replay.gif"
+            _keep_previous(path)
             save_gif(np.asarray(frames), path, fps)
             result["replay"] = str(path)
         else:
@@ -262,8 +263,22 @@ def evaluate(
         result["replay"] = None
         how = "as a picture" if render == "gif" else "as text"
         print(f"note: {cfg.env.name} does not draw itself {how}; no replay", file=sys.stderr)
-    (run.run_dir / "eval.json").write_text(json.dumps(result, indent=2) + "\n")
+    _keep_previous(run.run_dir / "eval.json")
+    write_json(run.run_dir / "eval.json", result)
     return result
+
+
+def _keep_previous(path: Path) -> None:
+    """Keep an earlier evaluation's file under a dated name, and say so; UsageError when it cannot be written."""
+    from jaxrl.rundir import keep_previous
+
+    try:
+        kept = keep_previous(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise UsageError(f"{path} cannot be written ({e.strerror or e})") from None
+    if kept is not None:
+        print(f"note: the previous {path.name} is kept as {kept}", file=sys.stderr)
 
 
 def figures(

@@ -8,6 +8,7 @@ import dataclasses
 import math
 import os
 import signal
+import sys
 import threading
 import time
 from typing import Any, Self
@@ -58,6 +59,7 @@ class MetricsHook(Hook):
         self.curriculum = curriculum
         self.progress = self.metrics = None
         self.loggers: list[Any] = []
+        self.write_failed = False  # warned once
 
     def start(self, ctx: RunContext) -> None:
         from omegaconf import OmegaConf
@@ -81,9 +83,14 @@ class MetricsHook(Hook):
         if chunk.phase is not None:
             row["phase"] = chunk.phase.index
             phase = self.curriculum.label(chunk.phase) if self.curriculum else str(chunk.phase.index)
-        self.metrics.write(row)
-        for logger in self.loggers:
-            logger.write(chunk.env_steps, row)
+        try:
+            self.metrics.write(row)
+            for logger in self.loggers:
+                logger.write(chunk.env_steps, row)
+        except OSError as e:  # a full or vanished disk: the run goes on; checkpoints say whether it can save
+            if not self.write_failed:
+                print(f"warning: metrics could not be written ({e}); training goes on", file=sys.stderr, flush=True)
+            self.write_failed = True
         self.progress.update(chunk.env_steps, chunk.sps, means, phase=phase)
 
     def close(self, ctx: RunContext) -> None:
@@ -112,7 +119,12 @@ def checkpoint_meta(ctx: RunContext) -> dict[str, Any]:
 
 
 class CheckpointHook(Hook):
-    """Saves every `checkpoint.every_steps` env steps and/or `every_minutes`, and once at the end."""
+    """Saves every `checkpoint.every_steps` env steps and/or `every_minutes`, and once at the end.
+
+    A save that fails is reported in one line and the run goes on from the checkpoint before
+    it; when the run directory cannot be written at all the run stops (SaveError). `ctx.saved`
+    names only checkpoints whose write completed.
+    """
 
     def __init__(self, checkpoints: Any):
         self.checkpoints = checkpoints
@@ -134,20 +146,48 @@ class CheckpointHook(Hook):
     def needs_runner(self, ctx: RunContext, done_updates: int) -> bool:
         return self.due(ctx, done_updates * ctx.program.steps_per_update)
 
+    def landed(self, ctx: RunContext, outcome: Any) -> None:
+        """Record a finished write: the new last good checkpoint, or a failure (warned; SaveError when nothing
+        can be written to the run directory any more)."""
+        from jaxrl.errors import SaveError
+        from jaxrl.rundir import check_writable
+
+        if outcome.path is not None:
+            ctx.saved = outcome.path
+        if outcome.error is None:
+            return
+        kept = ctx.saved if ctx.saved is not None else "none yet"
+        try:
+            check_writable(ctx.run_dir / "checkpoints")
+        except Exception as e:  # noqa: BLE001  (ConfigError naming why the directory cannot be written)
+            raise SaveError(f"{outcome.error}; {e}; last good checkpoint: {kept}") from None
+        print(f"warning: {outcome.error}; last good checkpoint: {kept}; training goes on", file=sys.stderr, flush=True)
+
     def after_chunk(self, ctx: RunContext, runner: Any, chunk: Chunk) -> None:
         if runner is not None and self.due(ctx, chunk.env_steps):
-            ctx.saved = self.checkpoints.save(chunk.env_steps, runner, checkpoint_meta(ctx))
+            self.landed(ctx, self.checkpoints.save(chunk.env_steps, runner, checkpoint_meta(ctx)))
             self.saved_steps, self.saved_at = chunk.env_steps, time.monotonic()
 
     def end(self, ctx: RunContext, runner: Any) -> None:
+        from jaxrl.errors import SaveError
+
+        self.landed(ctx, self.checkpoints.finish())
         steps = ctx.env_steps
         if steps > self.saved_steps or not self.checkpoints.steps():
-            ctx.saved = self.checkpoints.save(steps, runner, checkpoint_meta(ctx), wait=True)
+            outcome = self.checkpoints.save(steps, runner, checkpoint_meta(ctx), wait=True)
+            if outcome.error is not None:
+                kept = ctx.saved if ctx.saved is not None else "none"
+                raise SaveError(f"the final {outcome.error}; last good checkpoint: {kept}")
+            ctx.saved = outcome.path
         else:
             ctx.saved = self.checkpoints.path(steps)
 
     def close(self, ctx: RunContext) -> None:
-        self.checkpoints.close()
+        outcome = self.checkpoints.close()
+        if outcome.path is not None:
+            ctx.saved = outcome.path
+        elif outcome.error is not None:
+            print(f"warning: {outcome.error}", file=sys.stderr, flush=True)
 
 
 class StopSignal:
@@ -237,7 +277,14 @@ class SummaryHook(Hook):
             summary["learning_curve"] = str(curve)
         device = ctx.device.platform if ctx.device is not None else None
         summary.update(interrupted=ctx.interrupted, device=device, run_dir=str(ctx.run_dir), checkpoint=str(ctx.saved))
-        write_json(ctx.run_dir / "summary.json", summary)
+        try:
+            write_json(ctx.run_dir / "summary.json", summary)
+        except OSError as e:
+            from jaxrl.errors import SaveError
+
+            raise SaveError(
+                f"summary.json could not be written ({e}); the final checkpoint {ctx.saved} is saved"
+            ) from None
         print(closing_line(summary, ctx.interrupted))
         resume = f" (resume: python -m jaxrl.train resume={ctx.run_dir})" if ctx.interrupted else ""
         print(f"checkpoint: {ctx.saved}{resume}", flush=True)
@@ -253,4 +300,3 @@ def closing_line(summary: dict[str, Any], interrupted: bool) -> str:
         f"{'interrupted' if interrupted else 'done'}: {summary['env_steps']:,} env steps in "
         f"{summary['wall_s']:.1f}s ({summary['sps']:,.0f} steps/s after compile); {final}; {summary['run_dir']}"
     )
-

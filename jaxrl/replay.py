@@ -49,7 +49,7 @@ class ReplayState:
     reward: jax.Array  # (rows, num_envs) float32
     terminated: jax.Array  # (rows, num_envs) bool: no bootstrap
     done: jax.Array  # (rows, num_envs) bool: terminated or truncated, ends an n-step window
-    written: jax.Array  # () int32, vector steps written so far (the next row is written % rows)
+    written: jax.Array  # () int32, vector steps written (once full, kept in [rows, 2 rows)); next row: written % rows
 
 
 @struct.dataclass
@@ -145,8 +145,13 @@ class ReplayBuffer:
             reward=put(state.reward, reward),
             terminated=put(state.terminated, terminated),
             done=put(state.done, terminated | truncated),
-            written=state.written + 1,
+            written=self.advance(state.written),
         )
+
+    def advance(self, written: jax.Array) -> jax.Array:
+        """The write count after one more vector step. Once the buffer is full only the count mod rows
+        matters, so it wraps within [rows, 2 * rows): a run of 2^31 vector steps would overflow int32."""
+        return jnp.where(written >= self.rows, self.rows + (written - self.rows + 1) % self.rows, written + 1)
 
     def filled(self, state: ReplayState) -> jax.Array:
         """Rows holding data."""

@@ -60,17 +60,26 @@ class MetricsCSV:
 
 
 def _no_nan(value: Any) -> Any:
-    if isinstance(value, float) and math.isnan(value):
+    if isinstance(value, float) and not math.isfinite(value):  # NaN and inf are not JSON
         return None
     if isinstance(value, list):
         return [_no_nan(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _no_nan(v) for k, v in value.items()}
     return value
 
 
+def _plain(value: Any) -> Any:
+    """numpy scalars and arrays as Python numbers and lists (NaN and inf become null)."""
+    if isinstance(value, np.ndarray | np.generic):
+        return _no_nan(value.tolist())
+    raise TypeError(f"{type(value).__name__} is not JSON")
+
+
 def write_json(path: Path, data: dict[str, Any]) -> None:
-    """Write strict JSON atomically (NaN, also inside lists, becomes null)."""
+    """Write strict JSON atomically (NaN and inf, also inside lists, become null)."""
     tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps({k: _no_nan(v) for k, v in data.items()}, indent=2, allow_nan=False) + "\n")
+    tmp.write_text(json.dumps(_no_nan(data), indent=2, allow_nan=False, default=_plain) + "\n")
     tmp.replace(path)
 
 

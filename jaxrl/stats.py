@@ -42,7 +42,19 @@ class UpdateStats:
     """What one update reports: episode sums and the algorithm's own figures (one value each)."""
 
     episodes: EpisodeStats
-    learner: dict[str, jax.Array]  # e.g. policy_loss, value_loss, entropy (PPO); loss, q_mean, epsilon (DQN)
+    learner: dict[str, jax.Array]  # e.g. policy_loss, value_loss, entropy, grad_norm (PPO); loss, q_mean, epsilon (DQN)
+    finite: jax.Array | None = None  # () bool: the update's losses and gradient norm finite (None: check `learner`)
+
+
+def global_norm(tree: Any) -> jax.Array:
+    """() float32: the L2 norm of all arrays in `tree` together (what `clip_by_global_norm` clips)."""
+    return jnp.sqrt(sum(jnp.sum(jnp.square(x.astype(jnp.float32))) for x in jax.tree.leaves(tree)))
+
+
+def all_finite(tree: Any) -> jax.Array:
+    """() bool: every float in `tree` finite (no NaN, no inf)."""
+    leaves = [jnp.isfinite(x).all() for x in jax.tree.leaves(tree) if jnp.issubdtype(jnp.result_type(x), jnp.inexact)]
+    return jnp.stack(leaves).all() if leaves else jnp.bool_(True)
 
 
 def episode_step(

@@ -14,6 +14,7 @@ from typing import Any
 
 from jaxrl.checkpoint import CheckpointError
 from jaxrl.config import ConfigError
+from jaxrl.errors import NonFiniteError, SaveError
 
 USAGE = """usage: python -m jaxrl.train [key=value ...]
 
@@ -21,7 +22,7 @@ USAGE = """usage: python -m jaxrl.train [key=value ...]
   algo={algos}   e.g. algo.lr=3e-4 algo.network=cnn algo.num_steps=64 (ppo)
                              algo.buffer_size=100000 algo.n_step=3 algo.double=false (dqn)
   seed=0 num_seeds=1 num_envs=1024 total_timesteps=2e7 num_chunks=50
-  run_dir=PATH device=auto|cpu|tpu|gpu|metal progress=true|false preset=fast|heavy|beast (ppo)
+  run_dir=PATH overwrite=false device=auto|cpu|tpu|gpu|metal progress=true|false preset=fast|heavy|beast (ppo)
   checkpoint.every_steps=N checkpoint.every_minutes=10 checkpoint.keep=3
   compile_cache=PATH   jax's persistent compilation cache: a second start loads its programs
   curriculum=[{{steps:5e6,hunger_limit:30}},{{}}]   EnvParams per phase
@@ -52,7 +53,8 @@ def usage(argv: list[str]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Exit codes: 0 done, 2 bad input, 130 stopped by Ctrl-C (after saving a checkpoint)."""
+    """Exit codes: 0 done, 2 bad input, 3 a non-finite loss or parameter, 4 outputs could not be saved,
+    130 stopped by Ctrl-C (after saving a checkpoint)."""
     from jaxrl.api import compose, run_training
 
     argv = sys.argv[1:] if argv is None else argv
@@ -67,6 +69,12 @@ def main(argv: list[str] | None = None) -> int:
     except (ConfigError, CheckpointError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
+    except NonFiniteError as e:  # nothing of the broken state was saved; the last good checkpoint is named
+        print(f"error: {e}", file=sys.stderr)
+        return 3
+    except SaveError as e:  # the outputs cannot be written any more; what was saved is kept
+        print(f"error: {e}", file=sys.stderr)
+        return 4
     except KeyboardInterrupt:  # before training started, or a second Ctrl-C: nothing more is saved
         print("\nstopped; checkpoints already written are kept", file=sys.stderr)
         return 130

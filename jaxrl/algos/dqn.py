@@ -22,7 +22,7 @@ from jaxrl import networks, rollout
 from jaxrl.algorithm import Allocation, register
 from jaxrl.config import ConfigError, TrainConfig, agents_per_world, in_range, positive
 from jaxrl.replay import Batch, ReplayBuffer, ReplayState
-from jaxrl.stats import UpdateStats
+from jaxrl.stats import UpdateStats, all_finite, global_norm
 from jaxrl.vector import VectorEnv
 
 
@@ -69,6 +69,11 @@ class DQNConfig:
         if self.tau == 0:
             raise ConfigError("algo.tau=0 is invalid: the target network would never move (must be in (0, 1])")
         positive("algo.huber_delta", self.huber_delta)
+        if self.learning_starts >= cfg.total_timesteps:
+            raise ConfigError(
+                f"algo.learning_starts={self.learning_starts} is invalid: it must be below"
+                f" total_timesteps={cfg.total_timesteps:g}, or the run never learns"
+            )
         vector_steps, _ = schedule(cfg.num_envs, self.train_freq, self.gradient_steps)
         streams = cfg.num_envs * agents_per_world(cfg)  # one transition per agent per env step
         if self.buffer_size // streams < self.n_step + vector_steps:
@@ -125,6 +130,23 @@ def q_targets(
     return reward + discount * bootstrap
 
 
+def interval_crossed(update: jax.Array, steps_per_update: int, interval: int) -> jax.Array:
+    """Whether update `update` crosses a multiple of `interval` env steps: (update + 1) * steps_per_update
+    // interval > update * steps_per_update // interval, exact for every int32 `update`.
+
+    The product passes int32 after 2^31 env steps, so the remainder (update * steps_per_update) %
+    interval is summed from update's bits instead, each term reduced mod interval (Python ints).
+    """
+    if steps_per_update >= interval:
+        return jnp.bool_(True)
+    rem = jnp.int32(0)
+    for bit in range(31):
+        term = (steps_per_update << bit) % interval
+        add = jnp.where((update >> bit) & 1 == 1, term, 0)
+        rem = jnp.where(rem >= interval - add, rem - (interval - add), rem + add)  # (rem + add) % interval
+    return rem >= interval - steps_per_update
+
+
 class DQN:
     """Static pieces of a DQN run: env, Q-network, optimizer, replay layout and derived sizes."""
 
@@ -148,13 +170,9 @@ class DQN:
             activation=self.algo.activation,
             obs_ndim=len(self.obs_shape),
         )
-        self.vector_steps, self.gradient_steps = schedule(
-            cfg.num_envs, self.algo.train_freq, self.algo.gradient_steps
-        )
+        self.vector_steps, self.gradient_steps = schedule(cfg.num_envs, self.algo.train_freq, self.algo.gradient_steps)
         self.buffer = ReplayBuffer.for_space(self.algo.buffer_size, self.vec.streams, obs_space)
-        total_grad_steps = self.num_updates * self.gradient_steps
-        lr = optax.linear_schedule(self.algo.lr, 0.0, total_grad_steps) if self.algo.anneal_lr else self.algo.lr
-        self.optimizer = optax.chain(optax.clip_by_global_norm(self.algo.max_grad_norm), optax.adam(lr))
+        self.optimizer = self.optimizer_with(self.algo.lr)  # its state; each step runs at `learning_rate`
 
     # -- derived sizes -----------------------------------------------------------------------
 
@@ -167,8 +185,14 @@ class DQN:
     def num_updates(self) -> int:
         return max(1, int(self.cfg.total_timesteps) // self.steps_per_update)
 
+    @property
+    def first_learning_update(self) -> int:
+        """The first update that learns: the one whose env steps reach learning_starts (and fill one n-step window)."""
+        threshold = max(self.algo.learning_starts, self.algo.n_step * self.cfg.num_envs)
+        return max(0, -(-threshold // self.steps_per_update) - 1)
+
     def epsilon(self, env_steps: jax.Array) -> jax.Array:
-        """Linear decay from epsilon_start to epsilon_end over epsilon_decay of the run."""
+        """Linear decay from epsilon_start to epsilon_end over epsilon_decay of the run (env_steps: float32)."""
         a = self.algo
         span = max(a.epsilon_decay * self.cfg.total_timesteps, 1.0)
         frac = jnp.clip(env_steps / span, 0.0, 1.0)
@@ -208,7 +232,9 @@ class DQN:
         explore_key, random_key = jax.random.split(key)
         return jax.random.uniform(explore_key, batch), jax.random.randint(random_key, batch, 0, self.num_actions)
 
-    def act_with(self, params: Any, obs: jax.Array, draws: tuple[jax.Array, jax.Array], epsilon: jax.Array) -> jax.Array:
+    def act_with(
+        self, params: Any, obs: jax.Array, draws: tuple[jax.Array, jax.Array], epsilon: jax.Array
+    ) -> jax.Array:
         """Epsilon-greedy actions from pre-drawn `exploration` draws."""
         explore, random = draws
         greedy = jnp.argmax(self.network.apply(params, obs), axis=-1)
@@ -252,17 +278,41 @@ class DQN:
         loss = optax.huber_loss(q_taken, target, delta=self.algo.huber_delta).mean()
         return loss, {"loss": loss, "q_mean": q_taken.mean()}
 
-    def gradient_step(self, params: Any, opt_state: Any, target_params: Any, replay: ReplayState, key: jax.Array):
+    def optimizer_with(self, lr: float | jax.Array) -> optax.GradientTransformation:
+        """Gradient clipping and Adam at learning rate `lr`. Annealed, `lr` is traced and passed as a
+        constant schedule, so the optimizer state keeps the layout checkpoints were written with."""
+        rate = (lambda _: lr) if self.algo.anneal_lr else lr
+        return optax.chain(optax.clip_by_global_norm(self.algo.max_grad_norm), optax.adam(rate))
+
+    def learning_rate(self, update: jax.Array, step: jax.Array) -> float | jax.Array:
+        """The learning rate of gradient step `step` of update `update`: lr, or, annealed, linear from lr at
+        the first gradient step to 0 after the run's last.
+
+        Worked out from the update counter in float32, not by optax from its int32 step count: a run of
+        1e11 env steps can take more than 2^31 gradient steps, where that count stops (and optax
+        refuses so long a schedule). Below 2^24 steps it equals optax's linear_schedule bit for bit.
+        """
+        if not self.algo.anneal_lr:
+            return self.algo.lr
+        first = self.first_learning_update
+        total = float(max(1, (self.num_updates - first) * self.gradient_steps))  # gradient steps the run takes
+        count = (update - first).astype(jnp.float32) * self.gradient_steps + step
+        return self.algo.lr * (1 - jnp.clip(count, 0, total) / total)
+
+    def gradient_step(
+        self, params: Any, opt_state: Any, target_params: Any, replay: ReplayState, key: jax.Array, lr: jax.Array
+    ):
         batch = self.buffer.sample(replay, key, self.algo.batch_size, self.algo.n_step, self.algo.gamma)
         grads, stats = jax.grad(self.loss, has_aux=True)(params, target_params, batch)
-        updates, opt_state = self.optimizer.update(grads, opt_state, params)
-        return optax.apply_updates(params, updates), opt_state, stats
+        updates, opt_state = self.optimizer_with(lr).update(grads, opt_state, params)
+        return optax.apply_updates(params, updates), opt_state, {**stats, "grad_norm": global_norm(grads)}
 
     def update(self, runner: DQNRunner) -> tuple[DQNRunner, UpdateStats]:
         """Act `vector_steps` times, then learn `gradient_steps` times once learning has started."""
         key, act_key, learn_key = jax.random.split(runner.key, 3)
-        steps_before = runner.update * self.steps_per_update
-        epsilon = self.epsilon(steps_before)
+        # Env-step figures in float32 and exact integer rules on the update counter: the env steps
+        # themselves pass int32 after 2^31 per seed (jax runs without int64).
+        epsilon = self.epsilon(runner.update.astype(jnp.float32) * self.steps_per_update)
         env_key, explore_key = jax.random.split(act_key)
         steps = self.vector_steps  # the update's randomness drawn at once, not split per step
         draws = (self.vec.step_keys(env_key, steps), self.exploration(explore_key, (steps, self.vec.streams)))
@@ -270,8 +320,7 @@ class DQN:
         runner, stats = jax.lax.scan(step, runner.replace(key=key), draws)
         stats = jax.tree.map(jnp.sum, stats)
 
-        steps_after = steps_before + self.steps_per_update
-        learning = steps_after >= max(self.algo.learning_starts, self.algo.n_step * self.cfg.num_envs)
+        learning = runner.update >= self.first_learning_update
 
         # A while loop whose trip count XLA cannot prove (it starts at min(update, 0), i.e. 0): the
         # replay enters it as a finished buffer. Inlined (a one-step scan), XLA fused the sampling
@@ -279,12 +328,13 @@ class DQN:
         # (1M Snake transitions: 6.5 ms per update instead of 1.9).
         def learn(carry):
             i, params, opt_state, totals = carry
+            lr = self.learning_rate(runner.update, i)
             params, opt_state, stats = self.gradient_step(
-                params, opt_state, runner.target_params, runner.replay, jax.random.fold_in(learn_key, i)
+                params, opt_state, runner.target_params, runner.replay, jax.random.fold_in(learn_key, i), lr
             )
             return i + 1, params, opt_state, jax.tree.map(jnp.add, totals, stats)
 
-        zeros = {"loss": jnp.zeros((), jnp.float32), "q_mean": jnp.zeros((), jnp.float32)}
+        zeros = {k: jnp.zeros((), jnp.float32) for k in ("loss", "q_mean", "grad_norm")}
         start = jnp.minimum(runner.update, 0)
         _, params, opt_state, totals = jax.lax.while_loop(
             lambda c: c[0] < self.gradient_steps, learn, (start, runner.params, runner.opt_state, zeros)
@@ -293,14 +343,14 @@ class DQN:
         keep = lambda new, old: jax.tree.map(lambda a, b: jnp.where(learning, a, b), new, old)
         params, opt_state = keep(params, runner.params), keep(opt_state, runner.opt_state)
 
-        interval = self.algo.target_update_interval
-        move = learning & (steps_after // interval > steps_before // interval)
+        move = learning & interval_crossed(runner.update, self.steps_per_update, self.algo.target_update_interval)
         tau = self.algo.tau
         target = jax.tree.map(lambda p, t: jnp.where(move, tau * p + (1 - tau) * t, t), params, runner.target_params)
         learner = {k: jnp.where(learning, v, jnp.nan) for k, v in loss_stats.items()}
         learner["epsilon"] = epsilon
         runner = runner.replace(params=params, opt_state=opt_state, target_params=target, update=runner.update + 1)
-        return runner, UpdateStats(episodes=stats, learner=learner)
+        finite = ~learning | all_finite(loss_stats)  # before learning starts the figures are NaN by design
+        return runner, UpdateStats(episodes=stats, learner=learner, finite=finite)
 
 
 register("dqn", DQNConfig, DQN, doc="DQN: on-device replay, n-step double-DQN targets, target network")

@@ -18,8 +18,8 @@ from gymnax.environments import spaces
 
 from jaxrl import losses, networks, rollout, shuffle
 from jaxrl.algorithm import Allocation, register
-from jaxrl.config import ConfigError, TrainConfig, agents_per_world, in_range, positive
-from jaxrl.stats import UpdateStats
+from jaxrl.config import ConfigError, TrainConfig, agents_per_world, in_range, non_negative, positive
+from jaxrl.stats import UpdateStats, all_finite, global_norm
 from jaxrl.vector import VectorEnv
 
 
@@ -55,6 +55,9 @@ class PPOConfig:
         for name in ("num_steps", "update_epochs", "num_minibatches", "reward_scale"):
             positive(f"algo.{name}", getattr(self, name))
         in_range("algo.gae_lambda", self.gae_lambda, 0, 1)
+        positive("algo.clip_eps", self.clip_eps)
+        for name in ("ent_coef", "vf_coef"):
+            non_negative(f"algo.{name}", getattr(self, name))
         minibatches(cfg)
         batch = cfg.num_envs * self.num_steps
         if cfg.total_timesteps < batch:
@@ -198,9 +201,7 @@ class PPO:
         )
         self.obs_shape = obs_shape
         self.num_minibatches = minibatches(cfg)
-        steps = self.num_updates * self.algo.update_epochs * self.num_minibatches
-        lr = optax.linear_schedule(self.algo.lr, 0.0, steps) if self.algo.anneal_lr else self.algo.lr
-        self.optimizer = optax.flatten(optax.chain(optax.clip_by_global_norm(self.algo.max_grad_norm), optax.adam(lr, eps=1e-5)))
+        self.optimizer = self.optimizer_with(self.algo.lr)  # its state; each step runs at `learning_rates`
 
     # -- derived sizes -------------------------------------------------------------
 
@@ -264,7 +265,9 @@ class PPO:
         """Network input: the observation, normalized by the running statistics when they are kept."""
         return obs if obs_stats is None else obs_stats.normalize(obs)
 
-    def forward(self, params: Any, obs_stats: ObsStats | None, carry: Any, obs: jax.Array) -> tuple[Any, Any, jax.Array]:
+    def forward(
+        self, params: Any, obs_stats: ObsStats | None, carry: Any, obs: jax.Array
+    ) -> tuple[Any, Any, jax.Array]:
         """(carry, policy head output, value) for a batch of observations: the one network pass that
         acting in the rollout, the greedy policy and the loss share. The carry passes through
         unchanged here (feed-forward); a recurrent network threads it."""
@@ -363,22 +366,46 @@ class PPO:
             normalize_advantages=self.algo.normalize_advantages,
         )
 
+    def optimizer_with(self, lr: float | jax.Array) -> optax.GradientTransformation:
+        """Gradient clipping and Adam at learning rate `lr`. Annealed, `lr` is traced and passed as a
+        constant schedule, so the optimizer state keeps the layout checkpoints were written with."""
+        rate = (lambda _: lr) if self.algo.anneal_lr else lr
+        return optax.flatten(
+            optax.chain(optax.clip_by_global_norm(self.algo.max_grad_norm), optax.adam(rate, eps=1e-5))
+        )
+
+    def learning_rates(self, update: jax.Array) -> jax.Array:
+        """(update_epochs, num_minibatches) learning rates of update `update`'s optimizer steps: lr, or,
+        annealed, linear from lr at the run's first step to 0 after its last.
+
+        Worked out from the update counter in float32, not by optax from its int32 step count: a run of
+        1e11 env steps can take more than 2^31 optimizer steps, where that count stops (and optax
+        refuses so long a schedule). Below 2^24 steps it equals optax's linear_schedule bit for bit.
+        """
+        shape = (self.algo.update_epochs, self.num_minibatches)
+        if not self.algo.anneal_lr:
+            return jnp.full(shape, self.algo.lr, jnp.float32)
+        per_update = shape[0] * shape[1]
+        total = float(self.num_updates * per_update)  # a Python int past 2^31 would not pass as int32
+        count = update.astype(jnp.float32) * per_update + jnp.arange(per_update).reshape(shape)
+        return self.algo.lr * (1 - jnp.clip(count, 0, total) / total)
+
     def minibatch_step(self, carry, minibatch, obs_stats: ObsStats | None = None):
         params, opt_state = carry
-        batch, advantages, targets = minibatch
+        batch, advantages, targets, lr = minibatch
         grads, stats = jax.grad(self.loss, has_aux=True)(params, obs_stats, batch, advantages, targets)
-        updates, opt_state = self.optimizer.update(grads, opt_state, params)
-        return (optax.apply_updates(params, updates), opt_state), stats
+        updates, opt_state = self.optimizer_with(lr).update(grads, opt_state, params)
+        return (optax.apply_updates(params, updates), opt_state), {**stats, "grad_norm": global_norm(grads)}
 
-    def epoch(self, carry, perm: jax.Array, data, obs_stats: ObsStats | None = None):
-        """One pass over the rollout in minibatches, in the order of `perm` (batch_size,)."""
+    def epoch(self, carry, perm: jax.Array, lrs: jax.Array, data, obs_stats: ObsStats | None = None):
+        """One pass over the rollout in minibatches, in the order of `perm` (batch_size,), at learning rates `lrs`."""
 
         def split(x: jax.Array) -> jax.Array:
             x = x.reshape((self.batch_size,) + x.shape[2:])[perm]
             return x.reshape((self.num_minibatches, self.minibatch_size) + x.shape[1:])
 
         step = lambda c, minibatch: self.minibatch_step(c, minibatch, obs_stats)
-        return jax.lax.scan(step, carry, jax.tree.map(split, data))
+        return jax.lax.scan(step, carry, (*jax.tree.map(split, data), lrs))
 
     def update(self, runner: PPORunner) -> tuple[PPORunner, UpdateStats]:
         """Collect one rollout and learn from it for update_epochs epochs."""
@@ -398,12 +425,13 @@ class PPO:
         perms = shuffle.permutations(epoch_key, self.batch_size, self.algo.update_epochs)
         obs_stats = runner.obs_stats  # the statistics the rollout acted with
         (params, opt_state), loss_stats = jax.lax.scan(
-            lambda c, perm: self.epoch(c, perm, data, obs_stats), carry, perms
+            lambda c, xs: self.epoch(c, *xs, data, obs_stats), carry, (perms, self.learning_rates(runner.update))
         )
         if obs_stats is not None:
             obs_stats = obs_stats.update(traj.obs)
         runner = runner.replace(params=params, opt_state=opt_state, update=runner.update + 1, obs_stats=obs_stats)
-        return runner, UpdateStats(episodes=stats, learner=jax.tree.map(jnp.mean, loss_stats))
+        learner = jax.tree.map(jnp.mean, loss_stats)
+        return runner, UpdateStats(episodes=stats, learner=learner, finite=all_finite(loss_stats))
 
 
 register("ppo", PPOConfig, PPO, doc="PPO: clipped surrogate, GAE, minibatch SGD over each rollout")

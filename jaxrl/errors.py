@@ -1,0 +1,15 @@
+"""Errors that end a run after it started; each message is one line (the CLI prints it after "error: ").
+
+Bad input before a run starts is `jaxrl.config.ConfigError` (exit code 2).
+"""
+
+from __future__ import annotations
+
+
+class NonFiniteError(RuntimeError):
+    """A loss, gradient norm or parameter became NaN or inf (exit code 3). Nothing of the broken
+    state was saved; the message names the last good checkpoint, which `resume=` continues from."""
+
+
+class SaveError(RuntimeError):
+    """The run's outputs can no longer be written (exit code 4); what was saved before is kept."""

@@ -1,0 +1,116 @@
+"""Where a run writes: never over another run, and only where writing works.
+
+A fresh run refuses a `run_dir` that already holds a run (its config, metrics, summary or
+checkpoints); `overwrite=true` moves that run aside to a timestamped sibling first and never
+deletes it. The directory is checked for writing before anything is compiled.
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from datetime import datetime
+from pathlib import Path
+
+from jaxrl.config import ConfigError
+
+RUN_FILES = ("config.yaml", "metrics.csv", "summary.json", "checkpoints")  # any of them marks a run
+
+
+def run_files(path: Path) -> list[str]:
+    """The run files `path` holds (an empty `checkpoints/` counts as none)."""
+    found = []
+    for name in RUN_FILES:
+        item = path / name
+        if item.is_dir() and name == "checkpoints":
+            if any(item.iterdir()):
+                found.append(name + "/")
+        elif item.exists():
+            found.append(name)
+    return found
+
+
+def refuse_taken(path: Path, overwrite: bool) -> None:
+    """ConfigError when a fresh run may not start in `path`: a file, or a run's directory without `overwrite`."""
+    if path.exists() and not path.is_dir():
+        raise ConfigError(f"run_dir={path} is a file, not a directory: pick a directory for the run's outputs")
+    taken = run_files(path) if path.is_dir() else []
+    if taken and not overwrite:
+        raise ConfigError(
+            f"run_dir={path} already holds a run ({', '.join(taken)}): continue it with resume={path},"
+            " or start in a fresh run_dir (overwrite=true moves the old run aside, it is never deleted)"
+        )
+
+
+def aside_name(path: Path, stamp: str | None = None) -> Path:
+    """A free sibling name `<name>.old-<YYYYmmdd-HHMMSS>[-k]` for a run moved aside."""
+    stamp = stamp or datetime.now().strftime("%Y%m%d-%H%M%S")
+    candidate = path.with_name(f"{path.name}.old-{stamp}")
+    k = 2
+    while candidate.exists():
+        candidate = path.with_name(f"{path.name}.old-{stamp}-{k}")
+        k += 1
+    return candidate
+
+
+def move_aside(path: Path) -> Path | None:
+    """Rename the run in `path` to a timestamped sibling (None when there is none); ConfigError when it cannot."""
+    if not (path.is_dir() and run_files(path)):
+        return None
+    target = aside_name(path)
+    try:
+        path.rename(target)
+    except OSError as e:
+        raise ConfigError(f"run_dir={path}: the old run could not be moved aside ({e.strerror or e})") from None
+    return target
+
+
+def check_writable(path: Path, name: str = "run_dir") -> None:
+    """Create `path` (with parents) and write and remove a probe file; ConfigError naming the reason otherwise.
+
+    Directories created here are removed again when the probe fails, so a refused run leaves nothing.
+    """
+    missing = []
+    probe_dir = path
+    while not probe_dir.exists() and probe_dir != probe_dir.parent:
+        missing.append(probe_dir)
+        probe_dir = probe_dir.parent
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+        if not path.is_dir():
+            raise NotADirectoryError(20, "Not a directory")
+        probe = path / f".write-probe-{uuid.uuid4().hex[:8]}"
+        with open(probe, "wb") as f:
+            f.write(b"jaxrl")
+            f.flush()
+            os.fsync(f.fileno())
+        probe.unlink()
+    except OSError as e:
+        for made in missing:
+            try:
+                made.rmdir()
+            except OSError:
+                pass
+        raise ConfigError(f"{name}={path} cannot be written ({e.strerror or type(e).__name__})") from None
+
+
+def fresh_default(path: Path) -> Path:
+    """`path`, or `path-2`, `path-3`, ... when a run started in the same second already took it."""
+    candidate, k = path, 2
+    while candidate.exists():
+        candidate = path.with_name(f"{path.name}-{k}")
+        k += 1
+    return candidate
+
+
+def keep_previous(path: Path) -> Path | None:
+    """Rename an existing file at `path` to `<stem>.<its time><suffix>` so a new one can take its place;
+    the new name, or None when there was nothing to keep."""
+    if not path.exists():
+        return None
+    stamp = datetime.fromtimestamp(path.stat().st_mtime).strftime("%Y%m%d-%H%M%S")
+    target, k = path.with_name(f"{path.stem}.{stamp}{path.suffix}"), 2
+    while target.exists():
+        target, k = path.with_name(f"{path.stem}.{stamp}-{k}{path.suffix}"), k + 1
+    path.rename(target)
+    return target
