@@ -271,7 +271,14 @@ class Run:
     def summary(self) -> dict[str, Any] | None:
         """summary.json (None while the run has not ended)."""
         path = self.run_dir / "summary.json"
-        return json.loads(path.read_text()) if path.exists() else None
+        if not path.exists():
+            return None
+        try:
+            return json.loads(path.read_text())
+        except (ValueError, OSError) as e:
+            raise ConfigError(
+                f"{path} is damaged ({type(e).__name__}: {str(e)[:120]}); its run's metrics.csv and checkpoints are unaffected"
+            ) from None
 
     @property
     def metrics(self) -> Any:
