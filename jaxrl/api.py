@@ -54,7 +54,9 @@ def to_overrides(settings: dict[str, Any]) -> list[str]:
     """`{"num_envs": 8, "algo": {"lr": 3e-4}, "algo.n_step": 3}` -> ["num_envs=8", "algo.lr=0.0003", "algo.n_step=3"]."""
     out: list[str] = []
     for key, value in settings.items():
-        if isinstance(value, dict) and key != "curriculum":
+        if key == "curriculum" and isinstance(value, str):  # already in the command line's grammar
+            out.append(f"curriculum={value}")
+        elif isinstance(value, dict) and key != "curriculum":
             nested = dict(value)
             if key in GROUPS and "name" in nested:
                 out.append(f"{key}={_value(nested.pop('name'))}")

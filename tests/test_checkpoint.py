@@ -13,6 +13,8 @@ import numpy as np
 import orbax.checkpoint as ocp
 import pytest
 
+import jaxrl
+
 ROOT = Path(__file__).resolve().parents[1]
 
 RUNS = {
@@ -32,12 +34,15 @@ KILLED_RUN = """
 import sys
 import jaxrl
 from jaxrl.hooks import KillAfterChunks
+chunks, _, when = sys.argv[1].partition(":")
 settings = dict(arg.split("=", 1) for arg in sys.argv[2:])
-jaxrl.train(**settings, hooks=[KillAfterChunks(int(sys.argv[1]))])
+jaxrl.train(**settings, hooks=[KillAfterChunks(int(chunks), during_save=when == "save")])
 """
 
 
-def train(*args: str, kill_after: int | None = None, check: bool = True) -> subprocess.CompletedProcess:
+def train(*args: str, kill_after: int | str | None = None, check: bool = True) -> subprocess.CompletedProcess:
+    """The CLI in a subprocess; `kill_after=N` SIGKILLs it after chunk N, `"N:save"` in the middle of that
+    chunk's checkpoint write."""
     command = ["-m", "jaxrl.train"] if kill_after is None else ["-c", KILLED_RUN, str(kill_after)]
     proc = subprocess.run(
         [sys.executable, *command, *args],
@@ -96,6 +101,32 @@ def test_sigkilled_run_resumes_bit_identical(reference, tmp_path):
     assert [r["episode_return"] for r in ours] == [r["episode_return"] for r in theirs]
 
 
+@pytest.mark.parametrize("chunk", [pytest.param(2, marks=pytest.mark.slow), 4, pytest.param(7, marks=pytest.mark.slow)])
+def test_sigkill_in_the_middle_of_a_checkpoint_write_resumes_bit_identical(reference, chunk, tmp_path):
+    """Killed while chunk `chunk`'s checkpoint is half written: the write is discarded, the run resumes from
+    the checkpoint before it and ends on the uninterrupted run's bits (three points of the run)."""
+    _, settings, ref_dir = reference
+    run_dir = tmp_path / "killed"
+    killed = train(*settings, f"run_dir={run_dir}", kill_after=f"{chunk}:save", check=False)
+    assert killed.returncode == -signal.SIGKILL, killed.stderr[-2000:]
+    partial = list((run_dir / "checkpoints").glob("*.orbax-checkpoint-tmp*"))
+    assert partial, "the kill did not land inside a write"
+    assert len(steps(run_dir)) == chunk - 1  # the half-written one is not listed
+    resumed = train(f"resume={run_dir}")
+    assert f"resumed from {run_dir / 'checkpoints' / str(steps(ref_dir)[chunk - 2])}" in resumed.stdout
+    assert_same_state(run_dir, ref_dir)
+    assert not list((run_dir / "checkpoints").glob("*.orbax-checkpoint-tmp*"))
+
+
+def test_keep_prunes_to_the_newest_checkpoints(reference, tmp_path):
+    algo, settings, _ = reference
+    if algo != "ppo":
+        pytest.skip("one algorithm is enough: pruning is the checkpointer's")
+    run_dir = tmp_path / "pruned"
+    train(*[a for a in settings if not a.startswith("checkpoint.keep")], "checkpoint.keep=2", f"run_dir={run_dir}")
+    assert steps(run_dir) == [17920, 20480]
+
+
 def test_damaged_latest_checkpoint_falls_back_to_the_previous(reference, tmp_path):
     _, _, ref_dir = reference
     run_dir = tmp_path / "damaged"
@@ -107,7 +138,9 @@ def test_damaged_latest_checkpoint_falls_back_to_the_previous(reference, tmp_pat
     resumed = train(f"resume={run_dir}")
     assert f"checkpoint {run_dir / 'checkpoints' / str(latest)} is unreadable" in resumed.stderr
     assert f"resumed from {run_dir / 'checkpoints' / str(steps(ref_dir)[-2])}" in resumed.stdout
-    assert_same_state(run_dir, ref_dir)  # the last chunk ran again and rewrote the damaged checkpoint
+    assert_same_state(run_dir, ref_dir)  # the last chunk ran again and wrote its checkpoint again
+    aside = list((run_dir / "checkpoints").glob(f"{latest}.unreadable-*"))
+    assert len(aside) == 1  # the damaged one is moved aside, not deleted
 
 
 @pytest.mark.parametrize(
@@ -158,3 +191,80 @@ def test_ctrl_c_saves_once_and_exits_cleanly(tmp_path):
     assert len(saved) == 1 and saved[0] < 5e6
     assert f"checkpoint: {run_dir / 'checkpoints' / str(saved[0])}" in out
     assert f"resume: python -m jaxrl.train resume={run_dir}" in out
+
+
+def test_resume_with_a_larger_total_rebuilds_the_schedules(tmp_path):
+    """DQN's epsilon falls over epsilon_decay of total_timesteps: resumed to twice the steps, it falls over the new total."""
+    run_dir = tmp_path / "dqn"
+    settings = [*RUNS["dqn"], "algo.epsilon_decay=1.0", "algo.epsilon_end=0.0", "num_chunks=4", "progress=false"]
+    train(*settings, f"run_dir={run_dir}")
+    train(f"resume={run_dir}", "total_timesteps=16000")
+    with open(run_dir / "metrics.csv") as f:
+        rows = list(csv.DictReader(f))
+    assert [int(r["env_steps"]) for r in rows] == [2000, 4000, 6000, 8000, 12000, 16000]  # chunks: a quarter of the run
+    summary = jaxrl.load(run_dir).summary
+    per_update = summary["env_steps_per_seed"] // summary["updates"]
+    starts = [0] + [int(r["env_steps"]) for r in rows[:-1]]
+    for row, start, total in zip(rows, starts, [8000] * 4 + [16000] * 2, strict=True):
+        before = np.arange(start, int(row["env_steps"]), per_update)  # env steps before each update of the chunk
+        expected = np.clip(1.0 - before / total, 0.0, 1.0).mean()
+        assert float(row["epsilon"]) == pytest.approx(expected, abs=1e-4), row
+
+
+def test_an_allowed_override_takes_effect_on_resume(tmp_path):
+    """algo.lr=1e-30 on resume: the parameters no longer move (with the saved lr they would)."""
+    run_dir = tmp_path / "ppo"
+    train(*RUNS["ppo"], "total_timesteps=10240", "num_chunks=2", f"run_dir={run_dir}")
+    params = lambda: [np.asarray(x) for x in jax.tree.leaves(jaxrl.load(run_dir).policy.params)]
+    before = params()
+    train(f"resume={run_dir}", "total_timesteps=20480", "algo.lr=1e-30")
+    assert jaxrl.load(run_dir).config.algo.lr == 1e-30
+    moved = [np.abs(a - b).max() for a, b in zip(params(), before, strict=True)]
+    assert len(moved) >= 4 and max(moved) < 1e-20, moved
+    train(f"resume={run_dir}", "total_timesteps=30720", "algo.lr=2.5e-4")  # the first lr moves them
+    assert max(np.abs(a - b).max() for a, b in zip(params(), before, strict=True)) > 1e-4
+
+
+def test_resume_in_the_middle_of_a_curriculum_is_bit_identical(tmp_path):
+    settings = [
+        "env=snake", "env.size=6", "num_envs=16", "algo.num_steps=32", "total_timesteps=16384", "num_chunks=8",
+        "curriculum=[{steps:6000,hunger_limit:12},{}]", "checkpoint.every_steps=1", "checkpoint.keep=8",
+    ]  # fmt: skip
+    ref_dir, run_dir = tmp_path / "reference", tmp_path / "killed"
+    train(*settings, f"run_dir={ref_dir}")
+    killed = train(*settings, f"run_dir={run_dir}", kill_after="2:save", check=False)
+    assert killed.returncode == -signal.SIGKILL
+    train(f"resume={run_dir}")
+    assert_same_state(run_dir, ref_dir)
+    with open(run_dir / "metrics.csv") as f, open(ref_dir / "metrics.csv") as g:
+        ours, theirs = list(csv.DictReader(f)), list(csv.DictReader(g))
+    assert [(r["env_steps"], r["phase"], r["score"]) for r in ours] == [
+        (r["env_steps"], r["phase"], r["score"]) for r in theirs
+    ]
+    assert {r["phase"] for r in ours} == {"1", "2"}
+
+
+RESUMED_ENVS = {
+    "snake-ppo": ["env=snake", "env.size=6", "num_envs=16", "algo.num_steps=32", "total_timesteps=8192"],
+    "grid-dqn": ["env=grid", "algo=dqn", "num_envs=8", "total_timesteps=4096", "algo.learning_starts=512"]
+    + ["algo.buffer_size=2048", "algo.train_freq=8"],
+    "grid-4-agents-ppo": ["env=grid", "env.num_agents=4", "num_envs=8", "algo.num_steps=16", "total_timesteps=4096"],
+}
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "snake-ppo",
+        pytest.param("grid-dqn", marks=pytest.mark.slow),
+        pytest.param("grid-4-agents-ppo", marks=pytest.mark.slow),
+    ],
+)
+def test_resume_of_snake_grid_and_multi_agent_runs_is_bit_identical(name, tmp_path):
+    settings = [*RESUMED_ENVS[name], "num_chunks=4", "checkpoint.every_steps=1", "checkpoint.keep=4", "progress=false"]
+    ref_dir, run_dir = tmp_path / "reference", tmp_path / "killed"
+    train(*settings, f"run_dir={ref_dir}")
+    killed = train(*settings, f"run_dir={run_dir}", kill_after=2, check=False)
+    assert killed.returncode == -signal.SIGKILL
+    train(f"resume={run_dir}")
+    assert_same_state(run_dir, ref_dir)
