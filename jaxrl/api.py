@@ -125,9 +125,9 @@ def _start(cfg: TrainConfig, resolved: Any, resume: Path | None) -> tuple[Any, A
     from jaxrl.rundir import check_writable, move_aside, refuse_taken
 
     run_dir = resume or (Path(cfg.run_dir).expanduser() if cfg.run_dir else default_run_dir(cfg))
+    devices, program, curriculum = _prepare(cfg)  # every check of the config first
     if resume is None:
         refuse_taken(run_dir, cfg.overwrite)
-    devices, program, curriculum = _prepare(cfg)
     device = devices[0]
     moved = move_aside(run_dir) if resume is None and cfg.overwrite else None
     if moved is not None:
@@ -330,11 +330,12 @@ class Run:
 
     def replay(self, path: str | Path | None = None, episodes: int = 100, greedy: bool = True, fps: int = 10) -> Path:
         """The GIF of the best of `episodes` episodes per seed (default RUN_DIR/replay.gif)."""
+        from jaxrl.config import make_env
         from jaxrl.eval import evaluate
 
-        result = evaluate(self, episodes=episodes, greedy=greedy, render="gif", fps=fps, out=path)
-        if not result.get("replay"):
+        if not hasattr(make_env(self.config)[0], "render_rgb"):  # before anything is written
             raise ConfigError(f"{self.config.env.name} does not draw itself as a picture; no replay")
+        result = evaluate(self, episodes=episodes, greedy=greedy, render="gif", fps=fps, out=path)
         return Path(result["replay"])
 
     @property
