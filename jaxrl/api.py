@@ -99,7 +99,6 @@ def _prepare(cfg: TrainConfig) -> tuple[Any, Any, Any]:
     from jaxrl.curriculum import for_config
     from jaxrl.devices import select_device
     from jaxrl.driver import Program
-    from jaxrl.rundir import check_writable
     from jaxrl.runlog import check_loggers
 
     try:
@@ -108,8 +107,7 @@ def _prepare(cfg: TrainConfig) -> tuple[Any, Any, Any]:
         raise ConfigError(str(e)) from None
     devices = select_device(cfg.device)
     if cfg.compile_cache:
-        check_writable(Path(cfg.compile_cache).expanduser(), "compile_cache")
-        use_persistent_cache(cfg.compile_cache)
+        use_persistent_cache(cfg.compile_cache)  # ConfigError when it is not a usable directory
     env, env_params = make_env(cfg)
     program = Program(cfg, env, env_params)
     program.check_memory(devices[0])

@@ -20,7 +20,7 @@ import numpy as np
 
 from jaxrl import algorithm, loop
 from jaxrl.compiling import compile_aside, compile_jit
-from jaxrl.config import TrainConfig, agents_per_world
+from jaxrl.config import INT32_MAX, ConfigError, TrainConfig, agents_per_world
 from jaxrl.errors import NonFiniteError
 from jaxrl.stats import UpdateStats, all_finite
 
@@ -52,6 +52,12 @@ class Program:
         self.algo: algorithm.Algorithm = algorithm.get(cfg.algo.name).factory(cfg, env, env_params)
         self.num_updates = self.algo.num_updates
         self.steps_per_update = self.algo.steps_per_update  # env (world) steps per update per seed
+        if self.num_updates > INT32_MAX:  # the runners count updates in int32
+            raise ConfigError(
+                f"total_timesteps={cfg.total_timesteps:g} is {self.num_updates:,} updates of {self.steps_per_update}"
+                f" env steps; at most {INT32_MAX:,} fit the update counter: take more env steps per update"
+                " (num_envs, or algo.num_steps / algo.train_freq)"
+            )
         self.chunk = chunk or max(1, math.ceil(self.num_updates / cfg.num_chunks))  # updates per compiled call
         self.agents_per_world = agents_per_world(cfg)
         run_chunk = lambda runner, n: loop.run_chunk(self.guarded_update, runner, n, self.chunk)

@@ -76,6 +76,31 @@ def test_two_agents_into_one_cell_the_lower_index_gets_it():
     assert where(state) == [(0, 3), (1, 0), (3, 1)]
 
 
+def test_seven_agents_collect_their_own_units_and_contest_cells_by_index():
+    # More than 4 agents: the maps of agents and of units taken are built from a flat bitboard of 16-cell
+    # words (`_agent_rows`); on a 7x7 map rows 2 and 3 straddle words 0-1 and 1-2.
+    env = GridWorld(size=7, num_agents=7)
+    params = env.default_params.replace(regrow_delay=5, reward_step=0.0)
+    picture = ["0...1..", ".......", "2.....3", "...4...", ".......", ".5R6...", "......R"]
+    # Agents 0, 2 and 4 stand on units; agent 3 on a source still regrowing (2 steps); agent 1 on an empty cell.
+    state = env.make_state(picture, timer={(0, 0): 0, (2, 0): 0, (2, 6): 2, (3, 3): 0})
+    # Agents 5 and 6 both step into the unit at (5, 2): the lower index gets the cell, 6 stays.
+    _, state, reward, info = step(env, state, [COLLECT, COLLECT, COLLECT, COLLECT, COLLECT, RIGHT, LEFT], params)
+    assert reward.tolist() == [1, 0, 1, 0, 1, 0, 0]
+    assert np.asarray(state.inventory).tolist() == [1, 0, 1, 0, 1, 0, 0] and int(info["score"]) == 3
+    assert where(state) == [(0, 0), (0, 4), (2, 0), (2, 6), (3, 3), (5, 2), (5, 3)]
+    present, timer = np.asarray(env._unpack(state.present)), np.asarray(state.timer)
+    assert sorted(zip(*np.nonzero(present))) == [(5, 2), (6, 6)]  # the three units taken, (2, 6) not back yet
+    assert timer[0, 0] == timer[2, 0] == timer[3, 3] == 5 and timer[2, 6] == 1
+    # Agent 5 collects the contested unit; agent 6 collects on an empty cell, agent 3's source comes back.
+    _, state, reward, info = step(env, state, [STAY] * 5 + [COLLECT, COLLECT], params)
+    assert reward.tolist() == [0, 0, 0, 0, 0, 1, 0] and int(info["score"]) == 4
+    present = np.asarray(env._unpack(state.present))
+    assert sorted(zip(*np.nonzero(present))) == [(2, 6), (6, 6)]
+    _, state, reward, _ = step(env, state, [STAY, STAY, STAY, COLLECT, STAY, STAY, STAY], params)
+    assert reward.tolist() == [0, 0, 0, 1, 0, 0, 0] and np.asarray(state.inventory).tolist() == [1, 0, 1, 1, 1, 1, 0]
+
+
 def test_a_cell_held_at_the_start_of_the_step_cannot_be_entered_no_following_no_swaps():
     env = GridWorld(size=4, num_agents=2)
     for picture in (["10..", "....", "....", "...."], ["01..", "....", "....", "...."]):
@@ -250,7 +275,9 @@ def test_vector_env_flattens_agents_world_major_and_repeats_world_flags():
     params = params.replace(max_steps_in_episode=8, reward_step=0.0)
     # Streams are world-major: world 0's agents 0, 1, 2, then world 1's.
     actions = jnp.array([COLLECT, COLLECT, STAY, COLLECT, STAY, COLLECT])
-    obs, state, reward, terminated, truncated, info = vec.step(jax.random.split(jax.random.key(1), 2), state, actions, params)
+    obs, state, reward, terminated, truncated, info = vec.step(
+        jax.random.split(jax.random.key(1), 2), state, actions, params
+    )
     assert reward.tolist() == [0, 1, 0, 1, 0, 1]
     assert truncated.tolist() == [False] * 3 + [True] * 3 and not terminated.any()
     assert info["world_done"].tolist() == [False, True]
@@ -327,8 +354,9 @@ def test_play_sums_the_agents_rewards_into_the_world_return():
     np.testing.assert_allclose(np.asarray(out["return"]), 2 * 7)  # two agents, 7 steps, 1 each
 
 
+@pytest.mark.slow
 def test_ppo_with_the_grid_cnn_beats_random(tmp_path):
-    """The tuned grid config's CNN learns to collect: several times a random policy's return, in ~1 minute."""
+    """The tuned grid config's CNN learns to collect: over 10 times a random policy's return (~0.57), in ~20 s."""
     from jaxrl.algos.ppo import PPO
     from jaxrl.cli_config import compose_config
     from jaxrl.config import make_env
@@ -342,8 +370,11 @@ def test_ppo_with_the_grid_cnn_beats_random(tmp_path):
     _, stats = train_run(PPO(cfg, env, params), jax.random.key(0))
     trained = final_mean(stats)
     uniform = lambda p, carry, obs, key: (carry, jax.random.randint(key, (obs.shape[0],), 0, 6))
-    random_return = float(jax.jit(lambda k: play(env, params, uniform, None, k, 1000))(jax.random.key(1))["return"].mean())
-    assert trained > 3 * random_return + 1, (trained, random_return)
+    random_return = float(
+        jax.jit(lambda k: play(env, params, uniform, None, k, 1000))(jax.random.key(1))["return"].mean()
+    )
+    # Measured 2026-11-24 on the 2-core CPU: 7.30 with this key (and on a rerun), 7.50 and 7.76 with keys 1 and 2.
+    assert trained > 6.4, (trained, random_return)
 
 
 def test_dqn_with_the_tuned_grid_config_beats_random():
@@ -361,8 +392,11 @@ def test_dqn_with_the_tuned_grid_config_beats_random():
     _, stats = train_run(DQN(cfg, env, params), jax.random.key(0))
     trained = final_mean(stats)  # epsilon-greedy, epsilon 0.05 by then
     uniform = lambda p, carry, obs, key: (carry, jax.random.randint(key, (obs.shape[0],), 0, 6))
-    random_return = float(jax.jit(lambda k: play(env, params, uniform, None, k, 1000))(jax.random.key(1))["return"].mean())
-    assert trained > 3 * random_return + 1, (trained, random_return)
+    random_return = float(
+        jax.jit(lambda k: play(env, params, uniform, None, k, 1000))(jax.random.key(1))["return"].mean()
+    )
+    # Measured 2026-11-24 on the 2-core CPU: 7.06 with this key (and on a rerun), 7.23 and 7.00 with keys 1 and 2.
+    assert trained > 6.1, (trained, random_return)
 
 
 def test_gymnax_wrappers_work_with_one_agent_per_world():

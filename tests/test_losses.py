@@ -59,9 +59,30 @@ def test_ppo_loss_hand_numbers():
     assert float(stats["clip_frac"]) == pytest.approx(2 / 3)
 
 
+def test_gae_a_step_both_terminated_and_truncated_does_not_bootstrap():
+    # Step 1 ends the episode by termination and truncation at once (Snake dying on its hunger-limit step):
+    # termination wins, so its next value (100, a final observation's) is not used, and nothing flows across.
+    rewards = jnp.array([[1.0], [2.0], [3.0]])
+    values = jnp.array([[0.5], [1.0], [1.5]])
+    next_values = jnp.array([[1.0], [100.0], [2.0]])
+    both = jnp.array([[False], [True], [False]])
+    adv, targets = compute_gae(rewards, values, next_values, both, both, gamma=0.9, gae_lambda=0.8)
+    # deltas 1 + .9*1 - .5 = 1.4, 2 - 1 = 1, 3 + .9*2 - 1.5 = 3.3; A2 = 3.3, A1 = 1, A0 = 1.4 + .72 * 1 = 2.12
+    np.testing.assert_allclose(adv[:, 0], [2.12, 1.0, 3.3], rtol=1e-6)
+    np.testing.assert_allclose(targets[:, 0], [2.62, 2.0, 4.8], rtol=1e-6)
+
+
 def test_ppo_loss_normalizes_advantages():
     lp = jnp.zeros(4)
     adv = jnp.array([1.0, 2.0, 3.0, 4.0])
     v = jnp.zeros(4)
     _, stats = ppo_loss(lp, lp, adv, v, v, v, v, 0.2, 0.5, 0.0, normalize_advantages=True)
     assert float(stats["policy_loss"]) == pytest.approx(0.0, abs=1e-6)  # ratio 1: -mean(normalized) = 0
+    # Ratio 1.1 (inside the clip) on one transition: only now does the scale of the advantages show.
+    # [0, 0, 4, 4] has mean 2 and (population) std 2: normalized [-1, -1, 1, 1]; -mean([-1, -1, 1.1, 1]) = -0.025.
+    new_lp = jnp.log(jnp.array([1.0, 1.0, 1.1, 1.0]))
+    adv = jnp.array([0.0, 0.0, 4.0, 4.0])
+    _, stats = ppo_loss(new_lp, lp, adv, v, v, v, v, 0.2, 0.5, 0.0, normalize_advantages=True)
+    assert float(stats["policy_loss"]) == pytest.approx(-0.025, rel=1e-5)
+    _, stats = ppo_loss(new_lp, lp, adv, v, v, v, v, 0.2, 0.5, 0.0, normalize_advantages=False)
+    assert float(stats["policy_loss"]) == pytest.approx(-(4.4 + 4.0) / 4, rel=1e-6)

@@ -1,4 +1,6 @@
-"""Networks: the LAPACK-free orthogonal initializer and the actor-critic shapes."""
+"""Networks: the LAPACK-free orthogonal initializer, the actor-critic shapes, the policy distributions."""
+
+import math
 
 import jax
 import jax.numpy as jnp
@@ -84,3 +86,30 @@ def test_noise_sampling_draws_from_the_policy():
     cont = np.asarray(sample_with((mean, log_std), noise(jax.random.key(1), (20000,), 2, continuous=True), True))
     np.testing.assert_allclose(cont.mean(0), [1.0, -2.0], atol=0.05)
     np.testing.assert_allclose(cont.std(0), [0.5, 2.0], rtol=0.03)
+
+
+def test_log_prob_and_entropy_against_hand_computed_numbers():
+    from jaxrl.networks import entropy, log_prob
+
+    # Diagonal Gaussian, mean (0, 1), std (1, 2), action (1, 0): z = (1, -0.5), so
+    # log p = -0.5 * (1 + 0.25) - log 2 - 2 * 0.5 * log(2 pi); entropy = log 1 + log 2 + 2 * 0.5 * log(2 pi e).
+    mean, log_std = jnp.array([0.0, 1.0]), jnp.log(jnp.array([1.0, 2.0]))
+    pi = (jnp.broadcast_to(mean, (3, 2)), jnp.broadcast_to(log_std, (3, 2)))  # a batch of 3 as the network gives
+    action = jnp.array([[1.0, 0.0], [0.0, 1.0], [-1.0, 3.0]])
+    want = [-0.625 - math.log(2) - math.log(2 * math.pi), -math.log(2) - math.log(2 * math.pi)]
+    want.append(-0.5 * (1 + 1) - math.log(2) - math.log(2 * math.pi))
+    np.testing.assert_allclose(log_prob(pi, action, continuous=True), want, rtol=1e-6)
+    np.testing.assert_allclose(entropy(pi, continuous=True), math.log(2) + math.log(2 * math.pi * math.e), rtol=1e-6)
+    # Categorical, probabilities (0.2, 0.3, 0.5).
+    logits = jnp.log(jnp.array([[0.2, 0.3, 0.5], [0.2, 0.3, 0.5]])) + jnp.array([[0.0], [7.0]])  # shift-invariant
+    np.testing.assert_allclose(
+        log_prob(logits, jnp.array([2, 0]), continuous=False), [math.log(0.5), math.log(0.2)], rtol=1e-6
+    )
+    h = -(0.2 * math.log(0.2) + 0.3 * math.log(0.3) + 0.5 * math.log(0.5))
+    np.testing.assert_allclose(entropy(logits, continuous=False), [h, h], rtol=1e-6)
+    # The continuous head: log_std is one learned vector, shared by every observation.
+    net = ActorCritic(num_actions=2, continuous=True, hidden=(8,))
+    obs = jax.random.normal(jax.random.key(0), (5, 3))
+    (head_mean, head_log_std), _ = net.apply(net.init(jax.random.key(1), obs[:1]), obs)
+    assert head_mean.shape == head_log_std.shape == (5, 2)
+    np.testing.assert_array_equal(head_log_std, 0.0)

@@ -1,4 +1,5 @@
-"""PPO: learning checks (CartPole, Snake vs random), seeds as a vmap axis, one trace per chunk."""
+"""PPO: learning checks (CartPole, Snake vs random), seeds as a vmap axis, one trace per chunk, minibatches,
+the learning-rate schedule (also past 2^31 optimizer steps)."""
 
 import jax
 import jax.numpy as jnp
@@ -6,6 +7,7 @@ import numpy as np
 import pytest
 
 import envs
+from jaxrl import losses
 from jaxrl.algos.ppo import PPO, ObsStats, PPOConfig
 from jaxrl.cli_config import compose_config
 from jaxrl.config import TrainConfig, make_env
@@ -31,6 +33,28 @@ def test_cartpole_reaches_475_within_5e5_steps():
     assert final_mean(stats) >= 475
 
 
+def with_unit_gradient(algo):
+    """`algo` with its loss's gradient replaced by 1 for every parameter (value and stats kept): Adam then
+    moves every parameter by the learning rate (over 1 + eps) at each step, so the moves read off the step sizes."""
+    loss = algo.loss
+
+    def unit(params, *args):
+        value, stats = loss(params, *args)
+        total = sum(jnp.sum(p) for p in jax.tree.leaves(params))
+        return jax.lax.stop_gradient(value) + total - jax.lax.stop_gradient(total), stats
+
+    algo.loss = unit
+    return algo
+
+
+def bias_values(params) -> np.ndarray:
+    """Every bias of a network, flattened: they start at 0, so their float32 sums show even tiny steps."""
+    found = [
+        np.ravel(x) for path, x in jax.tree_util.tree_leaves_with_path(params) if "bias" in jax.tree_util.keystr(path)
+    ]
+    return np.concatenate(found).astype(np.float64)
+
+
 def random_snake_score(env, params, n=512, steps=400):
     def body(state, key):
         act_key, step_key = jax.random.split(key)
@@ -53,9 +77,11 @@ def test_snake_beats_random_and_seeds_are_independent():
     ppo = PPO(cfg, env, params)
     keys = jax.random.split(jax.random.key(0), 2)
     _, stats = jax.jit(jax.vmap(make_train(ppo)))(keys)
-    random_score = random_snake_score(env, params)
+    random_score = random_snake_score(env, params)  # ~0.14
     trained = [final_mean(jax.tree.map(lambda v, s=s: v[s], stats), "score_sum") for s in range(2)]
-    assert min(trained) > 2 * random_score + 0.5, (trained, random_score)
+    # Measured 2026-11-24 on the 2-core CPU: seeds of this key 1.23 and 1.37 (the same on a rerun); of keys 1
+    # and 2: 1.31, 1.26 and 1.51, 1.21.
+    assert min(trained) > 1.05, (trained, random_score)
     assert trained[0] != trained[1]  # two seeds, two different agents
 
 
@@ -144,9 +170,7 @@ def test_values_where_is_exact_for_any_number_of_rows(count):
 
 def test_collect_bootstraps_truncation_from_final_observation():
     # Pendulum truncates every 200 steps and never terminates; its dynamics are deterministic.
-    cfg = TrainConfig(
-        env=env_config("Pendulum-v1"), algo=PPOConfig(num_steps=256), num_envs=8, total_timesteps=2048
-    )
+    cfg = TrainConfig(env=env_config("Pendulum-v1"), algo=PPOConfig(num_steps=256), num_envs=8, total_timesteps=2048)
     env, params = envs.make("Pendulum-v1")
     ppo = PPO(cfg, env, params)
     runner = ppo.init(jax.random.key(0))
@@ -171,3 +195,98 @@ def test_collect_bootstraps_truncation_from_final_observation():
         np.testing.assert_allclose(next_value[t, e], float(value(final_obs[None])[0]), rtol=1e-5, atol=1e-5)
         assert abs(next_value[t, e] - float(value(next_obs[t, e][None])[0])) > 1e-4  # not the reset obs
     np.testing.assert_allclose(np.asarray(new_runner.envs.obs), np.asarray(next_obs[-1]))
+
+
+def test_every_transition_is_in_exactly_one_minibatch_per_epoch():
+    # 4 envs x 8 steps = 32 transitions, 3 epochs of 4 minibatches of 8. Each minibatch the loss sees is
+    # recorded; the rollout is collected again from the same keys to compare.
+    cfg = TrainConfig(
+        env=env_config("CartPole-v1"),
+        algo=PPOConfig(num_steps=8, update_epochs=3, num_minibatches=4),
+        num_envs=4,
+        total_timesteps=32 * 4,
+    )
+    ppo = PPO(cfg, *envs.make("CartPole-v1"))
+    seen = []
+    step = ppo.minibatch_step
+
+    def recording(carry, minibatch, obs_stats=None):
+        batch, advantages = minibatch[0], minibatch[1]
+        record = lambda *x: seen.append(tuple(np.asarray(a) for a in x))
+        jax.debug.callback(record, batch.obs, batch.action, batch.log_prob, advantages, ordered=True)
+        return step(carry, minibatch, obs_stats)
+
+    ppo.minibatch_step = recording
+    runner = ppo.init(jax.random.key(0))
+    jax.block_until_ready(jax.jit(ppo.update)(runner))
+    key, rollout_key, _ = jax.random.split(runner.key, 3)  # as `update` splits it
+    _, traj, _ = jax.jit(ppo.collect)(runner.replace(key=key), rollout_key)
+    advantages, _ = losses.compute_gae(
+        traj.reward, traj.value, traj.next_value, traj.terminated, traj.truncated, 0.99, 0.95
+    )
+    rows = {
+        o.tobytes(): (a, lp, adv)
+        for o, a, lp, adv in zip(
+            *(np.asarray(x).reshape(32, -1) for x in (traj.obs, traj.action, traj.log_prob, advantages)), strict=True
+        )
+    }
+    assert len(rows) == 32  # distinct observations name the transitions
+    assert len(seen) == 3 * 4 and all(mb[0].shape == (8, 4) for mb in seen)
+    orders = []
+    for epoch in range(3):
+        minibatches = seen[4 * epoch : 4 * epoch + 4]
+        obs = np.concatenate([mb[0] for mb in minibatches])
+        assert sorted(o.tobytes() for o in obs) == sorted(rows), epoch  # each transition once
+        for o, a, lp, adv in zip(obs, *(np.concatenate([mb[i] for mb in minibatches]) for i in (1, 2, 3)), strict=True):
+            want = rows[o.tobytes()]  # its action, log-prob and advantage travel with it
+            assert a == want[0][0] and lp == pytest.approx(float(want[1][0]), abs=1e-6)
+            assert adv == pytest.approx(float(want[2][0]), rel=1e-5, abs=1e-6)
+        orders.append([o.tobytes() for o in obs])
+    assert orders[0] != orders[1] != orders[2]  # a new shuffle every epoch
+
+
+@pytest.mark.parametrize("anneal", [True, False])
+def test_learning_rate_falls_linearly_to_zero_over_the_runs_optimizer_steps(anneal):
+    # 5 updates of 2 epochs x 2 minibatches: 20 optimizer steps, annealed at 1, 19/20, ..., 1/20 and 0 after.
+    # With a unit gradient Adam moves every parameter by the learning rate (over 1 + 1e-5).
+    cfg = TrainConfig(
+        env=env_config("CartPole-v1"),
+        algo=PPOConfig(num_steps=16, update_epochs=2, num_minibatches=2, lr=1.0, anneal_lr=anneal, max_grad_norm=1e9),
+        num_envs=4,
+        total_timesteps=64 * 5,
+    )
+    ppo = with_unit_gradient(PPO(cfg, *envs.make("CartPole-v1")))
+    assert ppo.num_updates == 5
+    update = jax.jit(ppo.update)
+    runner = ppo.init(jax.random.key(0))
+    rate = lambda count: max(0.0, 1 - count / 20) if anneal else 1.0
+    for u in range(6):  # the run, then one update past it
+        before = bias_values(runner.params)
+        runner, _ = update(runner)
+        want = sum(rate(4 * u + j) for j in range(4)) / (1 + 1e-5)
+        np.testing.assert_allclose(
+            before - bias_values(runner.params), want, rtol=1e-5, atol=1e-6, err_msg=f"update {u}"
+        )
+
+
+def test_learning_rate_stays_right_past_2_to_the_31_optimizer_steps():
+    # 4 envs x 12 steps = 48 env steps per update: 1e11 env steps per seed are 2,083,333,333 updates, near
+    # 2^31, and 8.3e9 optimizer steps (4 per update), past optax's int32 step count (which refused the
+    # schedule). The rate is float32 arithmetic: right to 1e-6 of lr.
+    cfg = TrainConfig(
+        env=env_config("CartPole-v1"),
+        algo=PPOConfig(num_steps=12, update_epochs=2, num_minibatches=2, lr=1.0, max_grad_norm=1e9),
+        num_envs=4,
+        total_timesteps=1e11,
+    )
+    ppo = with_unit_gradient(PPO(cfg, *envs.make("CartPole-v1")))
+    n = ppo.num_updates
+    assert n == 2_083_333_333
+    update = jax.jit(ppo.update)
+    fresh = ppo.init(jax.random.key(0))
+    for u in (n // 2, n - 1, n):  # halfway, the last update, one past the run's end (0)
+        runner, _ = update(fresh.replace(update=jnp.int32(u)))
+        want = sum(max(0.0, 1 - (4 * u + j) / (4 * n)) for j in range(4)) / (1 + 1e-5)
+        moves = bias_values(fresh.params) - bias_values(runner.params)
+        np.testing.assert_allclose(moves, want, rtol=1e-5, atol=4e-6, err_msg=f"update {u}")
+        assert int(runner.update) == u + 1

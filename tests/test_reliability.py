@@ -29,7 +29,9 @@ ONE_LINE = re.compile(r"^error: [^\n]+\n?$")
 def hashes(path: Path) -> dict[str, str]:
     """Every file under `path` by relative name, with its SHA-256 (a run directory's fingerprint)."""
     return {
-        str(p.relative_to(path)): hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(path.rglob("*")) if p.is_file()
+        str(p.relative_to(path)): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(path.rglob("*"))
+        if p.is_file()
     }
 
 
@@ -125,7 +127,9 @@ def test_eval_keeps_the_previous_eval_json_and_gif_and_says_so(tmp_path, capsys)
 
 # -- 3. non-finite values stop the run ---------------------------------------------------------
 
-NON_FINITE = re.compile(r"^error: non-finite (\w+) at update (\d+) \(env steps ([\d,]+)\); last good checkpoint: (.+)\n$")
+NON_FINITE = re.compile(
+    r"^error: non-finite (\w+) at update (\d+) \(env steps ([\d,]+)\); last good checkpoint: (.+)\n$"
+)
 
 
 def test_an_apple_reward_that_overflows_the_return_reaches_the_guard(tmp_path, capsys):
@@ -243,7 +247,9 @@ def test_a_full_disk_is_survived_and_reported(tmp_path):
     """A real full disk (a 1 MB tmpfs; skipped where mounting is not allowed): warnings, then exit 4, no traceback."""
     mount = tmp_path / "tiny"
     mount.mkdir()
-    made = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=400k", "tmpfs", str(mount)], capture_output=True, check=False)
+    made = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=400k", "tmpfs", str(mount)], capture_output=True, check=False
+    )
     if made.returncode != 0:
         pytest.skip("cannot mount a tmpfs here")
     try:
@@ -406,3 +412,22 @@ def test_training_passes_the_key_reuse_checker(algo, env, tmp_path):
         timeout=600,
     )
     assert proc.returncode == 0 and "no key reused" in proc.stdout, proc.stderr[-3000:]
+
+
+def test_a_run_of_1e11_env_steps_fits_its_counters():
+    """1e11 env steps per seed: accepted when the updates fit the int32 update counter (the algorithms' env-step
+    figures are float32 or exact integer arithmetic on it: tests/test_dqn.py, tests/test_ppo.py), refused with one
+    line when they would not."""
+    from jaxrl.cli_config import compose_config
+    from jaxrl.config import ConfigError, make_env
+    from jaxrl.driver import Program
+
+    cfg, _ = compose_config(["env=snake", "total_timesteps=1e11"])
+    program = Program(cfg, *make_env(cfg))
+    assert program.num_updates * program.steps_per_update <= 1e11 < (program.num_updates + 1) * program.steps_per_update
+    assert program.num_updates < 2**31 - 1
+    runner = program.abstract_runner()
+    assert runner.update.dtype == jnp.int32
+    cfg, _ = compose_config(["env=CartPole-v1", "algo=dqn", "num_envs=4", "algo.train_freq=4", "total_timesteps=1e11"])
+    with pytest.raises(ConfigError, match=r"^total_timesteps=1e\+11 is 25,000,000,000 updates of 4 env steps"):
+        Program(cfg, *make_env(cfg))

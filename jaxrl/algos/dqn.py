@@ -9,6 +9,7 @@ when an interval of `target_update_interval` env steps is crossed.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -135,14 +136,17 @@ def interval_crossed(update: jax.Array, steps_per_update: int, interval: int) ->
     // interval > update * steps_per_update // interval, exact for every int32 `update`.
 
     The product passes int32 after 2^31 env steps, so the remainder (update * steps_per_update) %
-    interval is summed from update's bits instead, each term reduced mod interval (Python ints).
+    interval is summed from the bits of update % period instead (crossings repeat every `period`
+    updates), each term reduced mod interval on the host.
     """
     if steps_per_update >= interval:
         return jnp.bool_(True)
+    period = interval // math.gcd(steps_per_update, interval)
+    k = update % period
     rem = jnp.int32(0)
-    for bit in range(31):
+    for bit in range((period - 1).bit_length()):
         term = (steps_per_update << bit) % interval
-        add = jnp.where((update >> bit) & 1 == 1, term, 0)
+        add = jnp.where((k >> bit) & 1 == 1, term, 0)
         rem = jnp.where(rem >= interval - add, rem - (interval - add), rem + add)  # (rem + add) % interval
     return rem >= interval - steps_per_update
 
