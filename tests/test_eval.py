@@ -82,6 +82,32 @@ def test_eval_of_an_older_checkpoint_and_sampled_actions(snake_run, capsys):
     assert "checkpoint 4,096 steps: 4 sampled episodes" in capsys.readouterr().out
 
 
+def test_step_loads_that_checkpoints_parameters(snake_run):
+    """`step=` evaluates the parameters saved at that step (read here straight from orbax), per seed."""
+    import orbax.checkpoint as ocp
+
+    import jaxrl
+
+    run = jaxrl.load(snake_run)
+    saved = {}
+    manager = ocp.CheckpointManager((snake_run / "checkpoints").absolute())
+    for step in (4096, 8192):
+        raw = manager.restore(step, args=ocp.args.Composite(state=ocp.args.StandardRestore()))["state"]
+        saved[step] = [np.asarray(x) for x in jax.tree.leaves(raw["params"])]
+    manager.close()
+    for step, leaves in saved.items():
+        for seed in (0, 1):
+            loaded = [np.asarray(x) for x in jax.tree.leaves(run.policy_of(seed=seed, step=step).params)]
+            assert len(loaded) == len(leaves) > 0
+            for got, want in zip(loaded, leaves, strict=True):
+                np.testing.assert_array_equal(got, want[seed])
+        _, runner, program = run.restore(step)  # what evaluate(step=...) plays with
+        for got, want in zip(jax.tree.leaves(program.algo.policy_params(runner)), leaves, strict=True):
+            np.testing.assert_array_equal(np.asarray(got), want)
+        assert run.evaluate(episodes=4, step=step)["checkpoint_step"] == step
+    assert any((a != b).any() for a, b in zip(saved[4096], saved[8192], strict=True))  # training moved them
+
+
 def test_terminal_replay_draws_the_board(snake_run, capsys):
     assert evaluation.main([f"run_dir={snake_run}", "episodes=4", "render=terminal", "fps=1000"]) == 0
     out = capsys.readouterr().out
