@@ -208,7 +208,7 @@ class StopSignal:
         self.ctx.stop_requested = True
         print("\ninterrupt: saving a checkpoint after this chunk (Ctrl-C again stops without saving)", flush=True)
 
-    def __exit__(self, *exc: Any) -> None:
+    def __exit__(self, *exc: object) -> None:
         if self._previous is not None:
             signal.signal(signal.SIGINT, self._previous)
 

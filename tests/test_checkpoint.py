@@ -118,12 +118,9 @@ def test_sigkill_in_the_middle_of_a_checkpoint_write_resumes_bit_identical(refer
     assert not list((run_dir / "checkpoints").glob("*.orbax-checkpoint-tmp*"))
 
 
-def test_keep_prunes_to_the_newest_checkpoints(reference, tmp_path):
-    algo, settings, _ = reference
-    if algo != "ppo":
-        pytest.skip("one algorithm is enough: pruning is the checkpointer's")
+def test_keep_prunes_to_the_newest_checkpoints(tmp_path):
     run_dir = tmp_path / "pruned"
-    train(*[a for a in settings if not a.startswith("checkpoint.keep")], "checkpoint.keep=2", f"run_dir={run_dir}")
+    train(*RUNS["ppo"], "num_chunks=8", "checkpoint.every_steps=1", "checkpoint.keep=2", f"run_dir={run_dir}")
     assert steps(run_dir) == [17920, 20480]
 
 

@@ -363,7 +363,7 @@ def test_vmap_over_seeds_equals_separate_runs(algo):
     from jaxrl.driver import Program
 
     spec = get(algo)
-    small = dict(num_steps=16, num_minibatches=2) if algo == "ppo" else dict(buffer_size=256, learning_starts=64)
+    small = {"num_steps": 16, "num_minibatches": 2} if algo == "ppo" else {"buffer_size": 256, "learning_starts": 64}
     cfg = TrainConfig(env=env_config("CartPole-v1"), algo=spec.config(**small), num_envs=4, total_timesteps=1024)
     program = Program(cfg, *make_env(cfg))
     algo_ = program.algo
@@ -377,7 +377,8 @@ def test_vmap_over_seeds_equals_separate_runs(algo):
         params_together = jax.tree.leaves(algo_.policy_params(together[0]))
         params_alone = jax.tree.leaves(algo_.policy_params(alone[0]))
         for a, b in zip(params_together, params_alone, strict=True):
-            np.testing.assert_allclose(a[i], b, rtol=2e-5, atol=2e-6)
+            # Not bit for bit: XLA orders a batched reduction differently (measured: up to 4e-9 apart here).
+            np.testing.assert_allclose(a[i], b, rtol=1e-5, atol=1e-7)
 
 
 KEY_REUSE = """
