@@ -119,8 +119,8 @@ def _start(cfg: TrainConfig, resolved: Any, resume: Path | None) -> tuple[Any, A
     from omegaconf import OmegaConf
 
     from jaxrl.checkpoint import Checkpointer
-    from jaxrl.driver import RunContext, RunProgress
-    from jaxrl.rundir import check_writable, move_aside, refuse_taken
+    from jaxrl.driver import RunProgress
+    from jaxrl.rundir import check_writable, claim, move_aside, refuse_taken
 
     run_dir = resume or (Path(cfg.run_dir).expanduser() if cfg.run_dir else default_run_dir(cfg))
     devices, program, curriculum = _prepare(cfg)  # every check of the config first
@@ -131,8 +131,25 @@ def _start(cfg: TrainConfig, resolved: Any, resume: Path | None) -> tuple[Any, A
     if moved is not None:
         print(f"overwrite=true: the run that was in {run_dir} is now in {moved}", flush=True)
     check_writable(run_dir)
+    config_text = OmegaConf.to_yaml(resolved, resolve=True)  # with any resume overrides
+    if resume is None:
+        claim(run_dir, config_text)  # atomic: two starts in one run_dir cannot both get here
     progress = RunProgress()
     checkpoints = Checkpointer(run_dir / "checkpoints", keep=cfg.checkpoint.keep, run_id=progress.run_id)
+    try:
+        ctx, runner = _compile(cfg, resolved, program, run_dir, device, devices, checkpoints, progress, resume)
+    except BaseException:
+        checkpoints.close()
+        raise
+    if resume is not None:
+        (run_dir / "config.yaml").write_text(config_text)
+    return ctx, runner, (checkpoints, curriculum)
+
+
+def _compile(cfg, resolved, program, run_dir, device, devices, checkpoints, progress, resume) -> tuple[Any, Any]:
+    """(context, runner) of a fresh or resumed run: restored when resuming, compiled, announced."""
+    from jaxrl.driver import RunContext, RunProgress
+
     print(f"device: {device.platform} x{len(devices)} ({device.device_kind})", flush=True)
     print(
         f"env: {cfg.env.name} | algo: {cfg.algo.name} | seeds: {cfg.num_seeds} | envs/seed: {cfg.num_envs}"
@@ -146,7 +163,6 @@ def _start(cfg: TrainConfig, resolved: Any, resume: Path | None) -> tuple[Any, A
         progress = RunProgress.from_meta(meta)
         checkpoints.run_id = progress.run_id
         print(f"resumed from {checkpoints.path(step)} ({step:,} env steps per seed)", flush=True)
-    (run_dir / "config.yaml").write_text(OmegaConf.to_yaml(resolved, resolve=True))  # with any resume overrides
     runner, compile_s = program.compile(runner)
     progress.compile_s += compile_s
     total = program.num_updates * program.steps_per_update
@@ -161,7 +177,7 @@ def _start(cfg: TrainConfig, resolved: Any, resume: Path | None) -> tuple[Any, A
     ctx = RunContext(cfg, resolved, program, run_dir, progress, device=device, resumed=resume is not None)
     if resume is not None:
         ctx.saved = checkpoints.path(step)  # the last good checkpoint until this process saves one
-    return ctx, runner, (checkpoints, curriculum)
+    return ctx, runner
 
 
 def run_training(cfg: TrainConfig, resolved: Any, resume: Path | None = None, hooks: Sequence[Any] = ()) -> Any:
@@ -190,8 +206,14 @@ def run_training(cfg: TrainConfig, resolved: Any, resume: Path | None = None, ho
     except NonFiniteError as e:
         broken = e
     finally:
-        for hook in chain:
-            hook.close(ctx)  # the checkpoint write in flight (of a good state) ends here
+        failed = None
+        for hook in chain:  # each is closed; the checkpoint write in flight (of a good state) ends here
+            try:
+                hook.close(ctx)
+            except Exception as e:  # noqa: BLE001  (raised after every hook is closed)
+                failed = failed or e
+        if failed is not None and broken is None and sys.exc_info()[0] is None:  # never hide the first error
+            raise failed
     if broken is not None:
         good = ctx.saved if ctx.saved is not None else "none (the run had saved none yet)"
         raise NonFiniteError(f"{broken}; last good checkpoint: {good}") from None

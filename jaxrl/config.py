@@ -68,9 +68,17 @@ def _number(value: Any) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool)
 
 
+def float32(value: float) -> float:
+    """`value` as the float32 the compiled program sees (1e39 becomes inf, 1e-46 becomes 0)."""
+    import numpy as np
+
+    with np.errstate(over="ignore", under="ignore"):
+        return float(np.float32(value))
+
+
 def positive(name: str, value: Any) -> None:
-    """ConfigError unless value is a finite number > 0."""
-    if not _number(value) or not math.isfinite(value) or value <= 0:
+    """ConfigError unless value is a finite number > 0 (also as a float32)."""
+    if not _number(value) or not math.isfinite(float32(value)) or float32(value) <= 0:
         raise ConfigError(f"{name}={value} is invalid: must be a finite number > 0")
 
 
@@ -94,8 +102,8 @@ def check_numbers(prefix: str, group: Any) -> None:
         value = getattr(group, f.name)
         values = value if isinstance(value, list | tuple) else [value]
         for v in values:
-            if isinstance(v, float) and not math.isfinite(v):
-                raise ConfigError(f"{prefix}{f.name}={value} is invalid: must be a finite number")
+            if isinstance(v, float) and not math.isfinite(float32(v)):
+                raise ConfigError(f"{prefix}{f.name}={value} is invalid: must be a finite number (float32)")
             if _number(v) and isinstance(v, int) and abs(v) > INT32_MAX:
                 raise ConfigError(f"{prefix}{f.name}={value} is invalid: must be at most {INT32_MAX} in size")
 

@@ -110,8 +110,10 @@ def build_phases(
         last = i == len(curriculum)
         if steps is None and not last:
             raise ConfigError(f"curriculum phase {i} needs steps (env steps per seed); only the last may omit it")
-        if steps is not None and (not isinstance(steps, int | float) or isinstance(steps, bool) or steps <= 0):
-            raise ConfigError(f"curriculum phase {i}: steps={steps} is invalid: must be > 0")
+        if steps is not None and (
+            not isinstance(steps, int | float) or isinstance(steps, bool) or not math.isfinite(steps) or steps <= 0
+        ):
+            raise ConfigError(f"curriculum phase {i}: steps={steps} is invalid: must be a finite number > 0")
         start = math.ceil(start_steps / steps_per_update)
         end = None if steps is None or last else math.ceil((start_steps + steps) / steps_per_update)
         phases.append(Phase(i, start, end, overrides))

@@ -229,6 +229,8 @@ def evaluate(
 ) -> dict[str, Any]:
     """Play `episodes` episodes per seed of a run's checkpoint (`jaxrl.api.Run`), write eval.json (and the
     replay); the figures as a dict. CheckpointError when `step` has no checkpoint."""
+    if out is not None and Path(out).expanduser().is_dir():
+        raise UsageError(f"out={out} is a directory: give the GIF's file name, e.g. out={Path(out) / 'replay.gif'}")
     step, runner, program = run.restore(step)
     env, algo, cfg = program.env, program.algo, run.config
     keys = jax.random.split(jax.random.key(seed), cfg.num_seeds)
@@ -264,7 +266,10 @@ def evaluate(
         how = "as a picture" if render == "gif" else "as text"
         print(f"note: {cfg.env.name} does not draw itself {how}; no replay", file=sys.stderr)
     _keep_previous(run.run_dir / "eval.json")
-    write_json(run.run_dir / "eval.json", result)
+    try:
+        write_json(run.run_dir / "eval.json", result)
+    except OSError as e:
+        raise UsageError(f"{run.run_dir / 'eval.json'} cannot be written ({e.strerror or e})") from None
     return result
 
 
@@ -272,6 +277,8 @@ def _keep_previous(path: Path) -> None:
     """Keep an earlier evaluation's file under a dated name, and say so; UsageError when it cannot be written."""
     from jaxrl.rundir import keep_previous
 
+    if path.is_dir():
+        raise UsageError(f"out={path} is a directory: give the GIF's file name, e.g. out={path / 'replay.gif'}")
     try:
         kept = keep_previous(path)
         path.parent.mkdir(parents=True, exist_ok=True)

@@ -146,7 +146,7 @@ class CheckpointHook(Hook):
     def needs_runner(self, ctx: RunContext, done_updates: int) -> bool:
         return self.due(ctx, done_updates * ctx.program.steps_per_update)
 
-    def landed(self, ctx: RunContext, outcome: Any) -> None:
+    def landed(self, ctx: RunContext, outcome: Any, going_on: bool = True) -> None:
         """Record a finished write: the new last good checkpoint, or a failure (warned; SaveError when nothing
         can be written to the run directory any more)."""
         from jaxrl.errors import SaveError
@@ -161,7 +161,8 @@ class CheckpointHook(Hook):
             check_writable(ctx.run_dir / "checkpoints")
         except Exception as e:  # noqa: BLE001  (ConfigError naming why the directory cannot be written)
             raise SaveError(f"{outcome.error}; {e}; last good checkpoint: {kept}") from None
-        print(f"warning: {outcome.error}; last good checkpoint: {kept}; training goes on", file=sys.stderr, flush=True)
+        then = "; training goes on" if going_on else ""
+        print(f"warning: {outcome.error}; last good checkpoint: {kept}{then}", file=sys.stderr, flush=True)
 
     def after_chunk(self, ctx: RunContext, runner: Any, chunk: Chunk) -> None:
         if runner is not None and self.due(ctx, chunk.env_steps):
@@ -171,9 +172,9 @@ class CheckpointHook(Hook):
     def end(self, ctx: RunContext, runner: Any) -> None:
         from jaxrl.errors import SaveError
 
-        self.landed(ctx, self.checkpoints.finish())
+        self.landed(ctx, self.checkpoints.finish(), going_on=False)
         steps = ctx.env_steps
-        if steps > self.saved_steps or not self.checkpoints.steps():
+        if steps > self.saved_steps or steps not in self.checkpoints.steps():  # not written, or its write failed
             outcome = self.checkpoints.save(steps, runner, checkpoint_meta(ctx), wait=True)
             if outcome.error is not None:
                 kept = ctx.saved if ctx.saved is not None else "none"

@@ -32,13 +32,20 @@ def run_files(path: Path) -> list[str]:
 
 def refuse_taken(path: Path, overwrite: bool) -> None:
     """ConfigError when a fresh run may not start in `path`: a file, or a run's directory without `overwrite`."""
-    if path.exists() and not path.is_dir():
-        raise ConfigError(f"run_dir={path} is a file, not a directory: pick a directory for the run's outputs")
-    taken = run_files(path) if path.is_dir() else []
+    try:
+        if path.exists() and not path.is_dir():
+            raise ConfigError(f"run_dir={path} is a file, not a directory: pick a directory for the run's outputs")
+        taken = run_files(path) if path.is_dir() else []
+    except OSError as e:  # e.g. a parent the user may not read
+        raise ConfigError(f"run_dir={path} cannot be read ({e.strerror or type(e).__name__})") from None
     if taken and not overwrite:
+        if "checkpoints/" in taken:
+            how = f"continue it with resume={path}, or start in a fresh run_dir"
+        else:  # stopped before its first checkpoint: nothing to resume
+            how = "it saved no checkpoint to resume; start in a fresh run_dir"
         raise ConfigError(
-            f"run_dir={path} already holds a run ({', '.join(taken)}): continue it with resume={path},"
-            " or start in a fresh run_dir (overwrite=true moves the old run aside, it is never deleted)"
+            f"run_dir={path} already holds a run ({', '.join(taken)}): {how}"
+            " (overwrite=true moves the old run aside, it is never deleted)"
         )
 
 
@@ -57,6 +64,12 @@ def move_aside(path: Path) -> Path | None:
     """Rename the run in `path` to a timestamped sibling (None when there is none); ConfigError when it cannot."""
     if not (path.is_dir() and run_files(path)):
         return None
+    path = path.resolve()
+    here = Path.cwd().resolve()
+    if path == here or path in here.parents:
+        raise ConfigError(
+            f"run_dir={path} overwrite=true would move the current directory aside: give a run_dir below it"
+        )
     target = aside_name(path)
     try:
         path.rename(target)
@@ -114,3 +127,14 @@ def keep_previous(path: Path) -> Path | None:
         target, k = path.with_name(f"{path.stem}.{stamp}-{k}{path.suffix}"), k + 1
     path.rename(target)
     return target
+
+
+def claim(path: Path, config_text: str) -> None:
+    """Write a fresh run's config.yaml, failing if another process took the directory since it was checked."""
+    try:
+        with open(path / "config.yaml", "x") as f:
+            f.write(config_text)
+    except FileExistsError:
+        raise ConfigError(f"run_dir={path} was just taken by another run: start in a fresh run_dir") from None
+    except OSError as e:
+        raise ConfigError(f"run_dir={path} cannot be written ({e.strerror or type(e).__name__})") from None

@@ -42,15 +42,28 @@ class MetricsCSV:
         self._writer = None
         self._kept: list[dict[str, str]] = []
         if keep_until is not None and path.exists():
-            with open(path, newline="") as f:
-                self._kept = [r for r in csv.DictReader(f) if float(r["env_steps"]) <= keep_until]
+            try:
+                with open(path, newline="") as f:
+                    self._kept = [r for r in csv.DictReader(f) if float(r["env_steps"]) <= keep_until]
+            except (OSError, UnicodeDecodeError, KeyError, ValueError, TypeError, csv.Error) as e:
+                from jaxrl.rundir import keep_previous
+
+                kept = keep_previous(path)  # unreadable: kept as it is, the resumed run starts a new file
+                print(f"warning: {path} is damaged ({type(e).__name__}); kept as {kept}", file=sys.stderr, flush=True)
+                self._kept = []
 
     def write(self, row: dict[str, Any]) -> None:
         if self._writer is None:
-            self._file = open(self.path, "w", newline="")  # noqa: SIM115  (kept open across chunks)
+            # The kept rows go to a new file that replaces the old one only when written, so a
+            # failed write (a full disk) leaves the earlier rows where they were.
+            tmp = self.path.with_name(f".{self.path.name}.{uuid.uuid4().hex[:8]}.tmp")
+            with open(tmp, "w", newline="") as f:
+                writer = csv.DictWriter(f, fieldnames=list(row), extrasaction="ignore")
+                writer.writeheader()
+                writer.writerows(self._kept)
+            tmp.replace(self.path)
+            self._file = open(self.path, "a", newline="")  # noqa: SIM115  (kept open across chunks)
             self._writer = csv.DictWriter(self._file, fieldnames=list(row))
-            self._writer.writeheader()
-            self._writer.writerows(self._kept)
         self._writer.writerow({k: (f"{v:.6g}" if isinstance(v, float) else v) for k, v in row.items()})
         self._file.flush()
 

@@ -29,6 +29,8 @@ TRAIN = [
     (["algo.gae_lambda=-0.5"], "algo.gae_lambda=-0.5 is invalid: must be in [0, 1]"),
     (["algo.lr=0"], "algo.lr=0.0 is invalid: must be a finite number > 0"),
     (["algo.lr=nan"], "algo.lr=nan is invalid: must be a finite number"),
+    (["algo.lr=1e39"], "algo.lr=1e+39 is invalid: must be a finite number (float32)"),
+    (["algo=dqn", "algo.tau=1e-46"], "algo.tau=1e-46 is invalid: the target network would never move"),
     (["algo.max_grad_norm=0"], "algo.max_grad_norm=0.0 is invalid"),
     (["algo.ent_coef=-0.01"], "algo.ent_coef=-0.01 is invalid: must be a finite number >= 0"),
     (["algo.vf_coef=-1"], "algo.vf_coef=-1.0 is invalid"),
@@ -39,7 +41,7 @@ TRAIN = [
     (["algo.num_steps=3000000000"], "algo.num_steps=3000000000 is invalid: must be at most 2147483647"),
     (["algo=dqn", "algo.epsilon_start=1.5"], "algo.epsilon_start=1.5 is invalid: must be in [0, 1]"),
     (["algo=dqn", "algo.epsilon_decay=-0.1"], "algo.epsilon_decay=-0.1 is invalid: must be in [0, 1]"),
-    (["algo=dqn", "algo.tau=0"], "algo.tau=0 is invalid"),
+    (["algo=dqn", "algo.tau=0"], "algo.tau=0.0 is invalid"),
     (["algo=dqn", "algo.n_step=0"], "algo.n_step=0 is invalid"),
     (["algo=dqn", "algo.learning_starts=-1"], "algo.learning_starts=-1 is invalid"),
     (["algo=dqn", "algo.learning_starts=5000"], "algo.learning_starts=5000 is invalid: it must be below"),
@@ -88,6 +90,8 @@ TRAIN = [
     (["env.no_such_param=1"], "no_such_param"),
     # curriculum phases
     (["curriculum=[{steps:-5},{}]"], "curriculum phase 1: steps=-5 is invalid"),
+    (["curriculum=[{steps:nan},{}]"], "curriculum phase 1: steps=nan is invalid: must be a finite number > 0"),
+    (["curriculum=[{steps:inf},{}]"], "curriculum phase 1: steps=inf is invalid"),
     (["env=snake", "curriculum=[{steps:1000,size:12},{}]"], "curriculum phase 1: size changes array shapes"),
     (["env=snake", "curriculum=[{steps:1000,hunger_limit:0},{}]"], "hunger_limit=0 is invalid"),
     (["env=snake", "curriculum=[{steps:1000,reward_apple:nan},{}]"], "reward_apple"),
@@ -118,11 +122,14 @@ EVAL = [
     (["run_dir={foreign}"], "is not a jaxrl run directory"),
     (["episodes=3"], "run_dir=DIR is required"),
     (["run_dir={run}", "fps=0"], "fps=0 is invalid"),
+    (["run_dir={run}", "out={run}"], "is a directory: give the GIF's file name"),
 ]
 
 
 def fingerprint(path: Path) -> dict[str, str]:
-    return {str(p.relative_to(path)): hashlib.sha256(p.read_bytes()).hexdigest() for p in path.rglob("*") if p.is_file()}
+    return {
+        str(p.relative_to(path)): hashlib.sha256(p.read_bytes()).hexdigest() for p in path.rglob("*") if p.is_file()
+    }
 
 
 @pytest.fixture(scope="module")
@@ -212,7 +219,12 @@ def test_bad_python_api_input(call, expected, places):
 DAMAGED = [
     ("config.yaml", b"env: [unclosed", "resume", "config.yaml is not a jaxrl run config"),
     ("config.yaml", b"\x00\xff\xfe garbage", "eval", "config.yaml is not a jaxrl run config"),
-    ("config.yaml", b"algo:\n  name: a2c\nenv:\n  name: CartPole-v1\n", "resume", "config.yaml is not a jaxrl run config"),
+    (
+        "config.yaml",
+        b"algo:\n  name: a2c\nenv:\n  name: CartPole-v1\n",
+        "resume",
+        "config.yaml is not a jaxrl run config",
+    ),
     ("summary.json", b'{"env": "CartPole-v1", ', "summary", "summary.json is damaged"),
     ("config.yaml", b"", "load", "config.yaml is not a jaxrl run config"),
 ]

@@ -56,7 +56,7 @@ def test_phases_switch_params_without_retracing(tmp_path, monkeypatch):
         ("[{steps:1000,size:12},{}]", "curriculum phase 1: size changes array shapes"),
         ("[{steps:1000,hunger:3},{}]", "curriculum phase 1: hunger is not a parameter of snake"),
         ("[{hunger_limit:3},{}]", "curriculum phase 1 needs steps"),
-        ("[{steps:-5},{}]", "curriculum phase 1: steps=-5 is invalid: must be > 0"),
+        ("[{steps:-5},{}]", "curriculum phase 1: steps=-5 is invalid: must be a finite number > 0"),
         ("[{steps:100},{hunger_limit:2.5}]", "curriculum phase 2: hunger_limit=2.5 is invalid: must be an integer"),
         ("[5]", "curriculum phase 1 must be a mapping"),
     ],

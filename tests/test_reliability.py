@@ -97,6 +97,40 @@ def test_an_empty_or_missing_run_dir_is_fine_and_unrelated_files_stay(tmp_path):
     assert main([*CARTPOLE, "num_chunks=1", f"run_dir={tmp_path / 'a' / 'b'}"]) == 0
 
 
+def test_overwrite_never_moves_the_current_directory(finished, tmp_path, monkeypatch, capsys):
+    import shutil
+
+    run_dir = tmp_path / "here"
+    shutil.copytree(finished, run_dir)
+    before = hashes(run_dir)
+    monkeypatch.chdir(run_dir)
+    assert main([*CARTPOLE, "run_dir=.", "overwrite=true"]) == 2
+    assert "would move the current directory aside" in capsys.readouterr().err
+    assert hashes(run_dir) == before and sorted(os.listdir(tmp_path)) == ["here"]
+
+
+def test_two_starts_cannot_both_claim_a_run_dir(tmp_path):
+    from jaxrl.config import ConfigError
+    from jaxrl.rundir import claim
+
+    claim(tmp_path, "first: 1\n")
+    with pytest.raises(ConfigError, match="was just taken by another run"):
+        claim(tmp_path, "second: 2\n")
+    assert (tmp_path / "config.yaml").read_text() == "first: 1\n"
+
+
+def test_a_damaged_metrics_csv_is_kept_aside_on_resume(tmp_path, capsys):
+    run_dir = tmp_path / "run"
+    assert main([*CARTPOLE, "num_chunks=2", f"run_dir={run_dir}"]) == 0
+    (run_dir / "metrics.csv").write_bytes(b"\xff\xfe not a csv")
+    assert main([f"resume={run_dir}", "total_timesteps=16384"]) == 0
+    err = capsys.readouterr().err
+    kept = [p for p in run_dir.iterdir() if p.name.startswith("metrics.") and p.name != "metrics.csv"]
+    assert len(kept) == 1 and kept[0].read_bytes() == b"\xff\xfe not a csv"
+    assert f"metrics.csv is damaged (UnicodeDecodeError); kept as {kept[0]}" in err
+    assert [r["env_steps"] for r in learning_columns(run_dir)] == ["16384"]  # the resumed chunk (half the new total)
+
+
 @pytest.mark.parametrize("where", ["/proc/jaxrl-run", "/dev/null/run", "{file}", "{file}/below"])
 def test_an_unwritable_run_dir_is_one_line_before_compiling(where, tmp_path, capsys):
     blocker = tmp_path / "a-file"

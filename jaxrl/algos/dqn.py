@@ -21,7 +21,7 @@ from gymnax.environments import spaces
 
 from jaxrl import networks, rollout
 from jaxrl.algorithm import Allocation, register
-from jaxrl.config import ConfigError, TrainConfig, agents_per_world, in_range, positive
+from jaxrl.config import ConfigError, TrainConfig, agents_per_world, float32, in_range, positive
 from jaxrl.replay import Batch, ReplayBuffer, ReplayState
 from jaxrl.stats import UpdateStats, all_finite, global_norm
 from jaxrl.vector import VectorEnv
@@ -67,8 +67,8 @@ class DQNConfig:
             raise ConfigError(f"algo.learning_starts={self.learning_starts} is invalid: must be >= 0")
         for name in ("tau", "epsilon_start", "epsilon_end", "epsilon_decay"):
             in_range(f"algo.{name}", getattr(self, name), 0, 1)
-        if self.tau == 0:
-            raise ConfigError("algo.tau=0 is invalid: the target network would never move (must be in (0, 1])")
+        if float32(self.tau) == 0:
+            raise ConfigError(f"algo.tau={self.tau} is invalid: the target network would never move (must be in (0, 1])")
         positive("algo.huber_delta", self.huber_delta)
         if self.learning_starts >= cfg.total_timesteps:
             raise ConfigError(
