@@ -17,15 +17,13 @@ from __future__ import annotations
 import dataclasses
 import functools
 import inspect
-import math
 import types
 from collections.abc import Callable, Mapping
 from typing import Any, Optional
 
 import gymnax
-import numpy as np
 
-INT32_MAX = 2**31 - 1
+from envs.base import INT32_MAX, finite32
 
 
 class UnknownEnvError(ValueError):
@@ -129,9 +127,7 @@ def check_numbers(params: Any) -> None:
         value = getattr(params, f.name)
         if isinstance(value, bool) or not isinstance(value, int | float):
             continue
-        with np.errstate(over="ignore"):
-            finite = math.isfinite(float(np.float32(value)))
-        if isinstance(value, float) and not finite:
+        if isinstance(value, float) and not finite32(value):
             raise ValueError(f"{f.name}={value!r} is invalid: must be a finite float32")
         if isinstance(value, int) and abs(value) > INT32_MAX:
             raise ValueError(f"{f.name}={value!r} is invalid: must be at most {INT32_MAX} in size")

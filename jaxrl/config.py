@@ -11,6 +11,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
+from envs.base import INT32_MAX  # counts and sizes become int32 inside the compiled program
 from jaxrl.networks import ACTIVATIONS, NETWORKS
 
 DEVICES = ("auto", "cpu", "tpu", "gpu", "metal")
@@ -60,7 +61,6 @@ class TrainConfig:
 
 # -- checks shared by every algorithm's config ---------------------------------------------
 
-INT32_MAX = 2**31 - 1  # counts and sizes become int32 inside the compiled program
 SEED_MAX = 2**32 - 1  # jax.random.key keeps 32 bits of the seed: larger ones would collide
 
 

@@ -277,8 +277,6 @@ def _keep_previous(path: Path) -> None:
     """Keep an earlier evaluation's file under a dated name, and say so; UsageError when it cannot be written."""
     from jaxrl.rundir import keep_previous
 
-    if path.is_dir():
-        raise UsageError(f"out={path} is a directory: give the GIF's file name, e.g. out={path / 'replay.gif'}")
     try:
         kept = keep_previous(path)
         path.parent.mkdir(parents=True, exist_ok=True)

@@ -7,6 +7,7 @@ deletes it. The directory is checked for writing before anything is compiled.
 
 from __future__ import annotations
 
+import itertools
 import os
 import uuid
 from datetime import datetime
@@ -49,15 +50,10 @@ def refuse_taken(path: Path, overwrite: bool) -> None:
         )
 
 
-def aside_name(path: Path, stamp: str | None = None) -> Path:
-    """A free sibling name `<name>.old-<YYYYmmdd-HHMMSS>[-k]` for a run moved aside."""
-    stamp = stamp or datetime.now().strftime("%Y%m%d-%H%M%S")
-    candidate = path.with_name(f"{path.name}.old-{stamp}")
-    k = 2
-    while candidate.exists():
-        candidate = path.with_name(f"{path.name}.old-{stamp}-{k}")
-        k += 1
-    return candidate
+def free_name(path: Path, stem: str, suffix: str = "") -> Path:
+    """The first of `<stem><suffix>`, `<stem>-2<suffix>`, `<stem>-3<suffix>`, ... beside `path` that does not exist."""
+    names = (f"{stem}{'' if k == 1 else f'-{k}'}{suffix}" for k in itertools.count(1))
+    return next(path.with_name(name) for name in names if not path.with_name(name).exists())
 
 
 def move_aside(path: Path) -> Path | None:
@@ -70,7 +66,7 @@ def move_aside(path: Path) -> Path | None:
         raise ConfigError(
             f"run_dir={path} overwrite=true would move the current directory aside: give a run_dir below it"
         )
-    target = aside_name(path)
+    target = free_name(path, f"{path.name}.old-{datetime.now().strftime('%Y%m%d-%H%M%S')}")
     try:
         path.rename(target)
     except OSError as e:
@@ -109,11 +105,7 @@ def check_writable(path: Path, name: str = "run_dir") -> None:
 
 def fresh_default(path: Path) -> Path:
     """`path`, or `path-2`, `path-3`, ... when a run started in the same second already took it."""
-    candidate, k = path, 2
-    while candidate.exists():
-        candidate = path.with_name(f"{path.name}-{k}")
-        k += 1
-    return candidate
+    return free_name(path, path.name)
 
 
 def keep_previous(path: Path) -> Path | None:
@@ -122,9 +114,7 @@ def keep_previous(path: Path) -> Path | None:
     if not path.exists():
         return None
     stamp = datetime.fromtimestamp(path.stat().st_mtime).strftime("%Y%m%d-%H%M%S")
-    target, k = path.with_name(f"{path.stem}.{stamp}{path.suffix}"), 2
-    while target.exists():
-        target, k = path.with_name(f"{path.stem}.{stamp}-{k}{path.suffix}"), k + 1
+    target = free_name(path, f"{path.stem}.{stamp}", path.suffix)
     path.rename(target)
     return target
 

@@ -12,8 +12,7 @@ import sys
 import types
 from typing import Any
 
-from jaxrl.checkpoint import CheckpointError
-from jaxrl.config import ConfigError
+from jaxrl.config import ConfigError  # CheckpointError is one
 from jaxrl.errors import NonFiniteError, SaveError
 
 USAGE = """usage: python -m jaxrl.train [key=value ...]
@@ -66,15 +65,9 @@ def main(argv: list[str] | None = None) -> int:
         overrides = [a for a in argv if not a.startswith("resume=")]
         cfg, resolved, run_dir = compose(overrides, resume[-1] if resume else None)
         ctx = run_training(cfg, resolved, resume=run_dir)
-    except (ConfigError, CheckpointError) as e:
+    except (ConfigError, NonFiniteError, SaveError) as e:  # one line each; what was saved is kept
         print(f"error: {e}", file=sys.stderr)
-        return 2
-    except NonFiniteError as e:  # nothing of the broken state was saved; the last good checkpoint is named
-        print(f"error: {e}", file=sys.stderr)
-        return 3
-    except SaveError as e:  # the outputs cannot be written any more; what was saved is kept
-        print(f"error: {e}", file=sys.stderr)
-        return 4
+        return 3 if isinstance(e, NonFiniteError) else 4 if isinstance(e, SaveError) else 2
     except KeyboardInterrupt:  # before training started, or a second Ctrl-C: nothing more is saved
         print("\nstopped; checkpoints already written are kept", file=sys.stderr)
         return 130

@@ -91,6 +91,7 @@ def corridor(tmp_path_factory):
     envs.register("corridor", module.Corridor, tuned={"ppo": {"num_envs": 8, "algo": {"num_steps": 16}}})
     yield folder
     sys.path.remove(str(folder))
+    envs.registry._ENVS.pop("corridor")  # later tests see the registry as shipped
 
 
 def test_registered_env_trains_from_the_api_with_its_settings_and_tuned_defaults(corridor, tmp_path):

@@ -48,6 +48,11 @@ def assert_same(a: list[np.ndarray], b: list[np.ndarray]) -> None:
         np.testing.assert_array_equal(x, y)
 
 
+def python(*args: str) -> subprocess.CompletedProcess:
+    """`python ARGS` in a fresh process from the repository root (exit code and output captured)."""
+    return subprocess.run([sys.executable, *args], capture_output=True, text=True, cwd=ROOT, check=False, timeout=600)
+
+
 def steps(run_dir: Path) -> list[int]:
     return sorted(int(p.name) for p in (run_dir / "checkpoints").iterdir() if p.name.isdigit())
 
@@ -219,15 +224,10 @@ def test_an_injected_nan_stops_the_run_keeps_the_last_good_checkpoint_and_resume
 
 def test_the_non_finite_exit_code_and_line_from_the_command_line(tmp_path):
     run_dir = tmp_path / "snake"
-    proc = subprocess.run(
-        [sys.executable, "-m", "jaxrl.train", "env=snake", "env.reward_apple=3e38", "total_timesteps=1e6"]
-        + ["num_envs=64", "algo.num_steps=64", "progress=false", f"run_dir={run_dir}"],
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-        check=False,
-        timeout=600,
-    )
+    proc = python(
+        "-m", "jaxrl.train", "env=snake", "env.reward_apple=3e38", "total_timesteps=1e6", "num_envs=64",
+        "algo.num_steps=64", "progress=false", f"run_dir={run_dir}",
+    )  # fmt: skip
     assert proc.returncode == 3, proc.stderr[-2000:]
     assert NON_FINITE.match(proc.stderr) and "Traceback" not in proc.stderr, proc.stderr
 
@@ -287,15 +287,10 @@ def test_a_full_disk_is_survived_and_reported(tmp_path):
     if made.returncode != 0:
         pytest.skip("cannot mount a tmpfs here")
     try:
-        proc = subprocess.run(
-            [sys.executable, "-m", "jaxrl.train", *CARTPOLE, "num_chunks=8", "checkpoint.every_steps=1"]
-            + ["checkpoint.keep=8", f"run_dir={mount / 'run'}"],
-            capture_output=True,
-            text=True,
-            cwd=ROOT,
-            check=False,
-            timeout=600,
-        )
+        proc = python(
+            "-m", "jaxrl.train", *CARTPOLE, "num_chunks=8", "checkpoint.every_steps=1", "checkpoint.keep=8",
+            f"run_dir={mount / 'run'}",
+        )  # fmt: skip
         assert proc.returncode == 4, proc.stderr[-3000:]
         assert "Traceback" not in proc.stderr and "could not be written" in proc.stderr
         lines = proc.stderr.strip().splitlines()
@@ -336,14 +331,7 @@ def learning_columns(run_dir: Path) -> list[dict[str, str]]:
 def test_the_same_config_and_seed_give_the_same_bits_in_two_processes(settings, tmp_path):
     runs = [tmp_path / "a", tmp_path / "b"]
     for run_dir in runs:
-        proc = subprocess.run(
-            [sys.executable, "-m", "jaxrl.train", *settings, "num_chunks=4", f"run_dir={run_dir}"],
-            capture_output=True,
-            text=True,
-            cwd=ROOT,
-            check=False,
-            timeout=600,
-        )
+        proc = python("-m", "jaxrl.train", *settings, "num_chunks=4", f"run_dir={run_dir}")
         assert proc.returncode == 0, proc.stderr[-2000:]
     assert_same(leaves(runs[0]), leaves(runs[1]))
     assert learning_columns(runs[0]) == learning_columns(runs[1])
@@ -438,14 +426,7 @@ print("no key reused")
 @pytest.mark.parametrize("algo", ["ppo", "dqn"])
 @pytest.mark.parametrize("env", ["snake", "grid"])
 def test_training_passes_the_key_reuse_checker(algo, env, tmp_path):
-    proc = subprocess.run(
-        [sys.executable, "-c", KEY_REUSE, algo, env, str(tmp_path / "run")],
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-        check=False,
-        timeout=600,
-    )
+    proc = python("-c", KEY_REUSE, algo, env, str(tmp_path / "run"))
     assert proc.returncode == 0 and "no key reused" in proc.stdout, proc.stderr[-3000:]
 
 
