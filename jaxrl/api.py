@@ -369,7 +369,7 @@ class Run:
 
         _, runner, program = self.restore(step)
         params = jax.tree.map(lambda x: x[seed], program.algo.policy_params(runner))
-        return Policy(jax.jit(program.algo.policy(greedy)), params, program.algo.initial_carry)
+        return Policy(jax.jit(program.policy(greedy)), params, program.algo.initial_carry)
 
 
 def _number(text: str) -> Any:

@@ -13,6 +13,7 @@ from typing import Any
 
 from envs.base import INT32_MAX  # counts and sizes become int32 inside the compiled program
 from jaxrl.networks import ACTIVATIONS, NETWORKS
+from jaxrl.precision import PRECISIONS
 
 DEVICES = ("auto", "cpu", "tpu", "gpu", "metal")
 LOGGERS = ("csv", "tensorboard", "wandb")
@@ -51,6 +52,7 @@ class TrainConfig:
     run_dir: str | None = None  # where outputs go; default runs/<env>-<algo>-<time>
     overwrite: bool = False  # start anyway in a run_dir that holds a run: the old run is moved aside, not deleted
     device: str = "auto"  # auto | cpu | tpu | gpu | metal
+    precision: str = "fp32"  # fp32 | tf32 (TensorFloat-32 matmuls) | bf16 (bfloat16 network, float32 params)
     compile_cache: str | None = None  # jax's persistent compilation cache dir: a second start skips compiling
     progress: bool = True  # live progress line on a terminal (plain lines otherwise)
     checkpoint: CheckpointConfig = field(default_factory=CheckpointConfig)  # when to save (always at the end)
@@ -157,6 +159,8 @@ def validate(cfg: TrainConfig) -> None:
         positive("checkpoint.every_minutes", c.every_minutes)
     if cfg.device not in DEVICES:
         raise ConfigError(f"device={cfg.device} is invalid: allowed {', '.join(DEVICES)}")
+    if cfg.precision not in PRECISIONS:
+        raise ConfigError(f"precision={cfg.precision} is invalid: allowed {', '.join(PRECISIONS)}")
     check_numbers("algo.", cfg.algo)
     check_network(cfg.algo)
     in_range("algo.gamma", cfg.algo.gamma, 0, 1, open_low=True)

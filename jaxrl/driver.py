@@ -22,6 +22,7 @@ from jaxrl import algorithm, loop
 from jaxrl.compiling import compile_aside, compile_jit
 from jaxrl.config import INT32_MAX, ConfigError, TrainConfig, agents_per_world
 from jaxrl.errors import NonFiniteError
+from jaxrl.precision import with_matmul_precision
 from jaxrl.stats import UpdateStats, all_finite
 
 
@@ -61,8 +62,9 @@ class Program:
         self.chunk = chunk or max(1, math.ceil(self.num_updates / cfg.num_chunks))  # updates per compiled call
         self.agents_per_world = agents_per_world(cfg)
         run_chunk = lambda runner, n: loop.run_chunk(self.guarded_update, runner, n, self.chunk)
+        run_chunk, init = (with_matmul_precision(cfg.precision, fn) for fn in (run_chunk, self.algo.init))
         self._chunk_fn = jax.jit(over_seeds(run_chunk, cfg.num_seeds, (0, None)), donate_argnums=0)
-        self._init_fn = jax.jit(over_seeds(self.algo.init, cfg.num_seeds, (0,)))
+        self._init_fn = jax.jit(over_seeds(init, cfg.num_seeds, (0,)))
         self._compiled = None
 
     def guarded_update(self, runner: Any) -> tuple[Any, UpdateStats]:
@@ -73,6 +75,10 @@ class Program:
         runner, stats = self.algo.update(runner)
         learned = stats.finite if stats.finite is not None else all_finite(stats.learner)
         return runner, stats.replace(finite=learned & all_finite(self.algo.policy_params(runner)))
+
+    def policy(self, greedy: bool = True) -> algorithm.PolicyFn:
+        """The algorithm's policy (`Algorithm.policy`), traced at the run's matmul precision wherever it is jitted."""
+        return with_matmul_precision(self.cfg.precision, self.algo.policy(greedy))
 
     def check_memory(self, device: Any) -> None:
         """ConfigError when the algorithm's large allocations for all seeds exceed the device's free memory."""

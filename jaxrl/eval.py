@@ -236,7 +236,7 @@ def evaluate(
     keys = jax.random.split(jax.random.key(seed), cfg.num_seeds)
     # The env params the agent trained with last (a curriculum's final phase), carried in the runner.
     env_params = jax.tree.map(lambda x: np.asarray(x[0]), runner.envs.params)
-    policy, params = algo.policy(greedy), algo.policy_params(runner)
+    policy, params = program.policy(greedy), algo.policy_params(runner)  # at the run's precision
     carry = algo.initial_carry(episodes * program.agents_per_world)
 
     def one_seed(p, e, k):

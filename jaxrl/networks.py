@@ -1,8 +1,10 @@
-"""Actor-critic networks (MLP or small CNN) with a categorical or diagonal-Gaussian policy head."""
+"""Actor-critic networks (MLP or small CNN) with a categorical or diagonal-Gaussian policy head, and Q-networks;
+float32 parameters, computed in float32 or bfloat16 (`jaxrl.precision`)."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import flax.linen as nn
 import jax
@@ -67,22 +69,28 @@ matmul_cpu.defvjp(_matmul_fwd, _matmul_bwd)
 
 class Dense(nn.Module):
     """`nn.Dense` (same parameter names and initializers), with `matmul_cpu`'s weight gradient for
-    small batches when jax's default backend is the CPU."""
+    small batches when jax's default backend is the CPU.
+
+    Parameters are float32; with `dtype=bfloat16` the input, kernel and bias are cast to it, so the
+    matmul, the output and the backward pass's matmuls are bfloat16 (as `nn.Dense(dtype=...)`).
+    """
 
     features: int
     kernel_init: nn.initializers.Initializer
     bias_init: nn.initializers.Initializer = nn.initializers.zeros
+    dtype: Any = jnp.float32  # compute dtype (see `jaxrl.precision`)
 
     @nn.compact
     def __call__(self, x: jax.Array) -> jax.Array:
         kernel = self.param("kernel", self.kernel_init, (x.shape[-1], self.features), jnp.float32)
         bias = self.param("bias", self.bias_init, (self.features,), jnp.float32)
+        x, kernel, bias = (a.astype(self.dtype) for a in (x, kernel, bias))
         small = x.ndim == 2 and x.shape[0] <= SMALL_BATCH and jax.default_backend() == "cpu"
         return (matmul_cpu(x, kernel) if small else x @ kernel) + bias
 
 
-def _dense(features: int, scale: float = np.sqrt(2)) -> Dense:
-    return Dense(features, kernel_init=orthogonal(scale), bias_init=nn.initializers.zeros)
+def _dense(features: int, scale: float = np.sqrt(2), dtype: Any = jnp.float32) -> Dense:
+    return Dense(features, kernel_init=orthogonal(scale), bias_init=nn.initializers.zeros, dtype=dtype)
 
 
 class Torso(nn.Module):
@@ -92,17 +100,18 @@ class Torso(nn.Module):
     hidden: Sequence[int]
     channels: Sequence[int]
     activation: str
+    dtype: Any = jnp.float32  # compute dtype of every layer (parameters are float32)
 
     @nn.compact
     def __call__(self, obs: jax.Array) -> jax.Array:
         act = ACTIVATIONS[self.activation]
-        x = obs.astype(jnp.float32)  # compact (uint8/bool) observations become floats only here
+        x = obs.astype(self.dtype)  # compact (uint8/bool) observations become floats only here
         if self.network == "cnn":
-            for c in self.channels:
-                x = act(nn.Conv(c, (3, 3), padding="SAME", kernel_init=orthogonal(np.sqrt(2)))(x))
+            for c in self.channels:  # kernels float32 (flax's default param_dtype)
+                x = act(nn.Conv(c, (3, 3), padding="SAME", kernel_init=orthogonal(np.sqrt(2)), dtype=self.dtype)(x))
         x = x.reshape(x.shape[0], -1)
         for h in self.hidden:
-            x = act(_dense(h)(x))
+            x = act(_dense(h, dtype=self.dtype)(x))
         return x
 
 
@@ -121,15 +130,16 @@ class ActorCritic(nn.Module):
     activation: str = "tanh"
     obs_ndim: int = 1  # dimensions of one observation, so batches of any rank work
     shared: bool = False
+    dtype: Any = jnp.float32  # compute dtype of the layers; outputs and log_std are float32 whatever it is
 
     def setup(self) -> None:
         kw = {"network": self.network, "hidden": self.hidden, "channels": self.channels, "activation": self.activation}
-        self.actor_torso = Torso(**kw)
-        self.critic_torso = self.actor_torso if self.shared else Torso(**kw)
-        self.policy_head = _dense(self.num_actions, 0.01)
-        self.value_head = _dense(1, 1.0)
+        self.actor_torso = Torso(**kw, dtype=self.dtype)
+        self.critic_torso = self.actor_torso if self.shared else Torso(**kw, dtype=self.dtype)
+        self.policy_head = _dense(self.num_actions, 0.01, self.dtype)
+        self.value_head = _dense(1, 1.0, self.dtype)
         if self.continuous:
-            self.log_std = self.param("log_std", nn.initializers.zeros, (self.num_actions,))
+            self.log_std = self.param("log_std", nn.initializers.zeros, (self.num_actions,), jnp.float32)
 
     def _flat(self, obs: jax.Array) -> tuple[jax.Array, tuple[int, ...]]:
         batch = obs.shape[: obs.ndim - self.obs_ndim]
@@ -137,13 +147,14 @@ class ActorCritic(nn.Module):
 
     def value(self, obs: jax.Array) -> jax.Array:
         flat, batch = self._flat(obs)
-        return self.value_head(self.critic_torso(flat))[..., 0].reshape(batch)
+        return self.value_head(self.critic_torso(flat))[..., 0].reshape(batch).astype(jnp.float32)
 
     def __call__(self, obs: jax.Array) -> tuple[jax.Array | tuple[jax.Array, jax.Array], jax.Array]:
         flat, batch = self._flat(obs)
         features = self.actor_torso(flat)
-        out = self.policy_head(features).reshape(batch + (self.num_actions,))
-        value = self.value_head(features if self.shared else self.critic_torso(flat))[..., 0].reshape(batch)
+        out = self.policy_head(features).reshape(batch + (self.num_actions,)).astype(jnp.float32)
+        value = self.value_head(features if self.shared else self.critic_torso(flat))[..., 0]
+        value = value.reshape(batch).astype(jnp.float32)
         if self.continuous:
             return (out, jnp.broadcast_to(self.log_std, out.shape)), value
         return out, value
@@ -158,13 +169,15 @@ class QNetwork(nn.Module):
     channels: Sequence[int] = (16, 32)
     activation: str = "relu"
     obs_ndim: int = 1
+    dtype: Any = jnp.float32  # compute dtype of the layers; Q-values are float32 whatever it is
 
     @nn.compact
     def __call__(self, obs: jax.Array) -> jax.Array:
         batch = obs.shape[: obs.ndim - self.obs_ndim]
         flat = obs.reshape((-1,) + obs.shape[obs.ndim - self.obs_ndim :])
-        x = Torso(self.network, self.hidden, self.channels, self.activation)(flat)
-        return _dense(self.num_actions, 1.0)(x).reshape(batch + (self.num_actions,))
+        x = Torso(self.network, self.hidden, self.channels, self.activation, self.dtype)(flat)
+        q = _dense(self.num_actions, 1.0, self.dtype)(x)
+        return q.reshape(batch + (self.num_actions,)).astype(jnp.float32)
 
 
 # -- distributions: pure functions over the policy head's output -------------------------------

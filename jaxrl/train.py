@@ -24,6 +24,7 @@ USAGE = """usage: python -m jaxrl.train [key=value ...]
   run_dir=PATH overwrite=false device=auto|cpu|tpu|gpu|metal progress=true|false preset=fast|heavy|beast (ppo)
   checkpoint.every_steps=N checkpoint.every_minutes=10 checkpoint.keep=3
   compile_cache=PATH   jax's persistent compilation cache: a second start loads its programs
+  precision=fp32 | tf32 | bf16   full float32 | TensorFloat-32 matmuls (NVIDIA GPUs) | bfloat16 network, float32 params
   curriculum=[{{steps:5e6,hunger_limit:30}},{{}}]   EnvParams per phase
   logger=tensorboard | wandb | [tensorboard,wandb]   (metrics.csv is always written)
   resume=RUN_DIR [key=value ...]   continue a run from its newest readable checkpoint

@@ -58,6 +58,7 @@ TRAIN = [
     (["total_timesteps=1e11", "algo.num_steps=8"], "total_timesteps=1e+11 is 3,125,000,000 updates of 32 env steps"),
     (["seed=-3"], "seed=-3 is invalid: must be an integer from 0 to 4294967295"),
     (["device=quantum"], "device=quantum is invalid: allowed auto, cpu, tpu, gpu, metal"),
+    (["precision=fp16"], "precision=fp16 is invalid: allowed fp32, tf32, bf16"),
     (["logger=csvx"], "logger=csvx is invalid"),
     (["wandb_project=a/b"], "wandb_project='a/b' is invalid"),
     (["checkpoint.keep=0"], "checkpoint.keep=0 is invalid"),
@@ -108,6 +109,7 @@ TRAIN = [
     (["resume={run}", "seed=4"], "a resumed run keeps its seed"),
     (["resume={run}", "overwrite=true"], "overwrite= starts a new run"),
     (["resume={run}", "algo.clip_eps=-1"], "algo.clip_eps=-1.0 is invalid"),
+    (["resume={run}", "precision=fp16"], "precision=fp16 is invalid: allowed fp32, tf32, bf16"),
     (["resume={run}", "algo.no_such_key=1"], "no_such_key"),
 ]
 
@@ -193,6 +195,7 @@ API = [
     (lambda p: jaxrl.train(env="CartPole-v1", run_dir=p["run"]), "already holds a run"),
     (lambda p: jaxrl.train(env="CartPole-v1", algo={"clip_eps": -1}, run_dir=p["run"]), "algo.clip_eps=-1"),
     (lambda p: jaxrl.train(env="nosuch", run_dir=p["run"]), "unknown env 'nosuch'"),
+    (lambda p: jaxrl.train(env="CartPole-v1", precision="fp16", run_dir=p["run"]), "precision=fp16 is invalid"),
     (lambda p: jaxrl.train(env="CartPole-v1", num_envs=object(), run_dir=p["run"]), "cannot be a setting"),
     (lambda p: jaxrl.train(resume=p["run"], num_envs=20), "would change the shapes"),
     (lambda p: jaxrl.train(resume=p["missing"]), "no such directory"),

@@ -22,6 +22,7 @@ from gymnax.environments import spaces
 from jaxrl import networks, rollout
 from jaxrl.algorithm import Allocation, register
 from jaxrl.config import ConfigError, TrainConfig, agents_per_world, float32, in_range, positive
+from jaxrl.precision import compute_dtype
 from jaxrl.replay import Batch, ReplayBuffer, ReplayState
 from jaxrl.stats import UpdateStats, all_finite, global_norm
 from jaxrl.vector import VectorEnv
@@ -173,6 +174,7 @@ class DQN:
             channels=tuple(self.algo.channels),
             activation=self.algo.activation,
             obs_ndim=len(self.obs_shape),
+            dtype=compute_dtype(cfg.precision),  # parameters stay float32
         )
         self.vector_steps, self.gradient_steps = schedule(cfg.num_envs, self.algo.train_freq, self.algo.gradient_steps)
         self.buffer = ReplayBuffer.for_space(self.algo.buffer_size, self.vec.streams, obs_space)

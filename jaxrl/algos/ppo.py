@@ -19,6 +19,7 @@ from gymnax.environments import spaces
 from jaxrl import losses, networks, rollout, shuffle
 from jaxrl.algorithm import Allocation, register
 from jaxrl.config import ConfigError, TrainConfig, agents_per_world, in_range, non_negative, positive
+from jaxrl.precision import compute_dtype
 from jaxrl.stats import UpdateStats, all_finite, global_norm
 from jaxrl.vector import VectorEnv
 
@@ -198,6 +199,7 @@ class PPO:
             activation=self.algo.activation,
             obs_ndim=len(obs_shape),
             shared=self.algo.shared_torso,
+            dtype=compute_dtype(cfg.precision),  # parameters stay float32
         )
         self.obs_shape = obs_shape
         self.num_minibatches = minibatches(cfg)
