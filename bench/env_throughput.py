@@ -186,6 +186,26 @@ def xminigrid_empty(board: int, n: int, steps: int):
     return jax.jit(run)
 
 
+def gymnax_env(name: str, n: int, steps: int):
+    """A gymnax env by id (CartPole-v1, ...), through `envs.make`, stepped like ours."""
+    env, params = envs.make(name)
+    num_actions = env.action_space(params).n
+
+    def run(key):
+        _obs, state = jax.vmap(env.reset, in_axes=(0, None))(jax.random.split(key, n), params)
+
+        def body(carry, key):
+            state, acc = carry
+            actions, keys = actions_and_keys(key, n, num_actions)
+            obs, state, reward, _, _, _ = jax.vmap(env.step, in_axes=(0, 0, 0, None))(keys, state, actions, params)
+            return (state, acc + consume(obs) + reward.sum()), None
+
+        (_, acc), _ = jax.lax.scan(body, (state, jnp.float32(0)), jax.random.split(key, steps))
+        return acc
+
+    return jax.jit(run)
+
+
 def measure(fns: dict, n: int, steps: int, repeats: int = 3) -> dict[str, float]:
     """Best-of-`repeats` env steps per second of each compiled run, compile excluded.
 

@@ -1,28 +1,90 @@
-"""What a benchmark ran on: CPU model, cores, device, versions."""
+"""What a benchmark ran on: CPU model, cores, memory, accelerator and its memory, versions."""
 
 from __future__ import annotations
 
 import os
 import platform
+import re
+from importlib import metadata
+
+
+def _cpu_model() -> str:
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def _host_memory() -> int | None:
+    """Total host memory in bytes (Linux /proc/meminfo, else sysconf), None when unknown."""
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemTotal:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):
+        return None
+
+
+def _version(dist: str) -> str | None:
+    try:
+        return metadata.version(dist)
+    except metadata.PackageNotFoundError:
+        return None
+
+
+def device_memory(device=None) -> int | None:
+    """Bytes the accelerator lets jax allocate (None on CPU, where memory is the host's)."""
+    import jax
+
+    device = device or jax.devices()[0]
+    try:
+        stats = device.memory_stats() or {}
+    except Exception:  # noqa: BLE001 - some backends do not implement memory_stats
+        stats = {}
+    return stats.get("bytes_limit")
 
 
 def describe() -> dict:
     import jax
 
-    cpu = platform.processor() or platform.machine()
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    cpu = line.split(":", 1)[1].strip()
-                    break
-    except OSError:
-        pass
     device = jax.devices()[0]
     return {
-        "cpu": cpu,
+        "cpu": _cpu_model(),
         "cores": os.cpu_count(),
+        "host_memory_bytes": _host_memory(),
+        "platform": device.platform,
         "device": f"{device.platform}:{device.device_kind}",
+        "device_count": jax.device_count(),
+        "device_memory_bytes": device_memory(device),
         "jax": jax.__version__,
+        "jaxlib": _version("jaxlib"),
+        "flax": _version("flax"),
+        "optax": _version("optax"),
         "python": platform.python_version(),
     }
+
+
+def title(machine: dict) -> str:
+    """One short line naming the device, for plot titles: 'NVIDIA H100 80GB HBM3' or '2-core AMD EPYC 7B13 (CPU)'."""
+    if machine.get("platform") not in (None, "cpu"):
+        return machine["device"].split(":", 1)[1]
+    cpu = re.sub(r"\s+(\d+-Core )?Processor\s*$", "", machine.get("cpu", "CPU"))
+    return f"{machine.get('cores')}-core {cpu} (CPU)"
+
+
+def slug(machine: dict) -> str:
+    """A folder-name form of the machine: 'nvidia-h100-80gb-hbm3' or 'cpu-2c-amd-epyc-7b13'."""
+    if machine.get("platform") not in (None, "cpu"):
+        name = machine["device"].split(":", 1)[1]
+    else:
+        name = f"cpu-{machine.get('cores')}c-" + re.sub(r"\s+(\d+-Core )?Processor\s*$", "", machine.get("cpu", ""))
+    return re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-")[:60] or "machine"

@@ -61,33 +61,30 @@ class Batch:
     next_obs: jax.Array  # (B, *obs_shape) observation to bootstrap from
 
 
-class ReplayBuffer:
-    """Static shape of a buffer; the data lives in a `ReplayState` (a pytree that jit, vmap and scan carry)."""
+class ObsCodec:
+    """How observations are stored: binary ones (a `Box(0, 1)` of uint8 or bool, as Snake's and
+    the grid worlds') bit-packed 8 cells per byte, others in their own dtype. The replay and PPO's
+    rollout store through it."""
 
-    def __init__(self, capacity: int, num_envs: int, obs_shape: tuple[int, ...], obs_dtype, binary: bool):
-        self.rows = capacity // num_envs
-        if self.rows < 1:
-            raise ValueError(f"replay capacity {capacity} is below one vector step ({num_envs} envs)")
-        self.num_envs = num_envs
+    def __init__(self, obs_shape: tuple[int, ...], obs_dtype, binary: bool):
         self.obs_shape = tuple(obs_shape)
         self.obs_dtype = jnp.dtype(obs_dtype)
         self.binary = binary
         self.obs_size = math.prod(self.obs_shape)
 
-    @classmethod
-    def for_space(cls, capacity: int, num_envs: int, space) -> ReplayBuffer:
-        """A buffer for a gymnax `Box` observation space; binary spaces are bit-packed."""
+    @staticmethod
+    def is_binary(space) -> bool:
+        """Whether a gymnax `Box` space holds only 0s and 1s in uint8 or bool."""
         dtype = jnp.dtype(space.dtype)
-        binary = (
+        return (
             (dtype == jnp.uint8 or dtype == jnp.bool_)
             and bool(jnp.all(jnp.asarray(space.low) == 0))
             and bool(jnp.all(jnp.asarray(space.high) == 1))
         )
-        return cls(capacity, num_envs, space.shape, dtype, binary)
 
-    @property
-    def capacity(self) -> int:
-        return self.rows * self.num_envs
+    @classmethod
+    def for_space(cls, space) -> ObsCodec:
+        return cls(space.shape, space.dtype, cls.is_binary(space))
 
     @property
     def stored_shape(self) -> tuple[int, ...]:
@@ -97,12 +94,10 @@ class ReplayBuffer:
     def stored_dtype(self):
         return jnp.dtype(jnp.uint8) if self.binary else self.obs_dtype
 
-    def nbytes(self) -> int:
-        """Device bytes of one buffer."""
-        obs = math.prod(self.stored_shape) * self.stored_dtype.itemsize
-        return self.capacity * (2 * obs + 4 + 4 + 1 + 1)
-
-    # -- encoding -----------------------------------------------------------------------------
+    @property
+    def stored_bytes(self) -> int:
+        """Bytes of one stored observation."""
+        return math.prod(self.stored_shape) * self.stored_dtype.itemsize
 
     def encode(self, obs: jax.Array) -> jax.Array:
         """(..., *obs_shape) -> (..., *stored_shape)."""
@@ -118,6 +113,30 @@ class ReplayBuffer:
         lead = stored.shape[:-1]
         bits = jnp.unpackbits(stored, axis=-1, count=self.obs_size)
         return bits.reshape(lead + self.obs_shape).astype(self.obs_dtype)
+
+
+class ReplayBuffer(ObsCodec):
+    """Static shape of a buffer; the data lives in a `ReplayState` (a pytree that jit, vmap and scan carry)."""
+
+    def __init__(self, capacity: int, num_envs: int, obs_shape: tuple[int, ...], obs_dtype, binary: bool):
+        super().__init__(obs_shape, obs_dtype, binary)
+        self.rows = capacity // num_envs
+        if self.rows < 1:
+            raise ValueError(f"replay capacity {capacity} is below one vector step ({num_envs} envs)")
+        self.num_envs = num_envs
+
+    @classmethod
+    def for_space(cls, capacity: int, num_envs: int, space) -> ReplayBuffer:
+        """A buffer for a gymnax `Box` observation space; binary spaces are bit-packed."""
+        return cls(capacity, num_envs, space.shape, space.dtype, ObsCodec.is_binary(space))
+
+    @property
+    def capacity(self) -> int:
+        return self.rows * self.num_envs
+
+    def nbytes(self) -> int:
+        """Device bytes of one buffer."""
+        return self.capacity * (2 * self.stored_bytes + 4 + 4 + 1 + 1)
 
     # -- state ------------------------------------------------------------------------------------
 

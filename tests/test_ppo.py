@@ -295,3 +295,24 @@ def test_learning_rate_stays_right_past_2_to_the_31_optimizer_steps():
         moves = bias_values(fresh.params) - bias_values(runner.params)
         np.testing.assert_allclose(moves, want, rtol=1e-5, atol=4e-6, err_msg=f"update {u}")
         assert int(runner.update) == u + 1
+
+
+def test_binary_observations_are_stored_bit_packed_in_the_rollout():
+    """Snake's (10, 10, 3) 0/1 board is stored as 38 bytes per transition and the learner reads back
+    exactly the observations the policy acted on."""
+    cfg, _ = compose_config(["env=snake", "num_envs=8", "algo.num_steps=16", "progress=false"])
+    env, params = make_env(cfg)
+    ppo = PPO(cfg, env, params)
+    assert ppo.obs_codec.binary and ppo.obs_codec.stored_bytes == 38
+    (block,) = ppo.memory()
+    assert block.nbytes == 8 * 16 * (38 + 4 + 24 + 2)
+    runner = ppo.init(jax.random.key(0))
+    _, traj, _ = jax.jit(ppo.collect)(runner, jax.random.key(1))
+    assert traj.obs.shape == (16, 8, 38) and traj.obs.dtype == jnp.uint8
+    first = ppo.obs_codec.decode(traj.obs[0])
+    assert first.dtype == runner.envs.obs.dtype
+    np.testing.assert_array_equal(np.asarray(first), np.asarray(runner.envs.obs))  # what step 0 acted on
+    assert int(ppo.obs_codec.decode(traj.obs).sum()) > 0
+    # CartPole's float observations are stored as they are.
+    cart, cart_params = envs.make("CartPole-v1")
+    assert not PPO(TrainConfig(env=env_config("CartPole-v1"), algo=PPOConfig()), cart, cart_params).obs_codec.binary

@@ -20,6 +20,7 @@ from jaxrl import losses, networks, rollout, shuffle
 from jaxrl.algorithm import Allocation, register
 from jaxrl.config import ConfigError, TrainConfig, agents_per_world, in_range, non_negative, positive
 from jaxrl.precision import compute_dtype
+from jaxrl.replay import ObsCodec
 from jaxrl.stats import UpdateStats, all_finite, global_norm
 from jaxrl.vector import VectorEnv
 
@@ -143,7 +144,7 @@ class ObsStats:
 class Transition:
     """One rollout step of every env, time-major after the scan: (num_steps, num_envs, ...)."""
 
-    obs: jax.Array
+    obs: jax.Array  # stored through PPO.obs_codec: bit-packed (..., ceil(cells / 8)) uint8 when binary
     action: jax.Array
     log_prob: jax.Array
     value: jax.Array
@@ -202,6 +203,9 @@ class PPO:
             dtype=compute_dtype(cfg.precision),  # parameters stay float32
         )
         self.obs_shape = obs_shape
+        # Rollout observations are stored bit-packed when binary (Snake, the grid): 38 bytes of a
+        # 10x10x3 board instead of 300, unpacked per minibatch where the network reads them.
+        self.obs_codec = ObsCodec.for_space(self.vec.observation_space(env_params))
         self.num_minibatches = minibatches(cfg)
         self.optimizer = self.optimizer_with(self.algo.lr)  # its state; each step runs at `learning_rates`
 
@@ -235,8 +239,8 @@ class PPO:
 
     def memory(self) -> list[Allocation]:
         """The rollout storage of one update (observations, actions, log-probs, values, rewards, flags)."""
-        obs = math.prod(self.obs_shape) * jnp.dtype(self.vec.observation_space(self.env_params).dtype).itemsize
-        per_step = obs + 4 * max(1, self.action_size) + 4 * 6 + 2
+        # stored observation, action, log-prob, value, next value, reward, advantage and target, two flags
+        per_step = self.obs_codec.stored_bytes + 4 * max(1, self.action_size) + 4 * 6 + 2
         return [
             Allocation(
                 f"the rollout ({self.batch_size:,} transitions)",
@@ -278,7 +282,7 @@ class PPO:
 
     def initial_carry(self, batch: int) -> None:
         """Feed-forward actor-critic: no carry."""
-        return None
+        return
 
     def policy_params(self, runner: PPORunner) -> tuple[Any, ObsStats | None]:
         """The network parameters and the observation statistics the policy acts with."""
@@ -314,7 +318,7 @@ class PPO:
         # Only truncated steps bootstrap from final_observation; `collect` fills in the rest.
         truncated_value = values_where(value_fn, step.final_obs, step.truncated, self.bootstrap_rows)
         transition = Transition(
-            step.obs,
+            self.obs_codec.encode(step.obs),
             action,
             log_prob,
             value,
@@ -352,7 +356,7 @@ class PPO:
     # -- learning --------------------------------------------------------------------------
 
     def loss(self, params: Any, obs_stats: ObsStats | None, batch: Transition, advantages, targets):
-        _, pi, value = self.forward(params, obs_stats, None, batch.obs)
+        _, pi, value = self.forward(params, obs_stats, None, self.obs_codec.decode(batch.obs))
         return losses.ppo_loss(
             networks.log_prob(pi, batch.action, self.continuous),
             batch.log_prob,
@@ -430,7 +434,7 @@ class PPO:
             lambda c, xs: self.epoch(c, *xs, data, obs_stats), carry, (perms, self.learning_rates(runner.update))
         )
         if obs_stats is not None:
-            obs_stats = obs_stats.update(traj.obs)
+            obs_stats = obs_stats.update(self.obs_codec.decode(traj.obs))
         runner = runner.replace(params=params, opt_state=opt_state, update=runner.update + 1, obs_stats=obs_stats)
         learner = jax.tree.map(jnp.mean, loss_stats)
         return runner, UpdateStats(episodes=stats, learner=learner, finite=all_finite(loss_stats))

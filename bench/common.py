@@ -1,0 +1,120 @@
+"""What every part of `python -m bench` shares: the run's context (mode, machine, output folder),
+compile-then-time helpers, and the one-line skip notice for a missing peer."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import math
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import jax
+
+MODES = ("smoke", "quick", "full")  # smoke: the test's tiny budget; quick: minutes on a 2-core CPU
+
+
+@dataclass
+class Context:
+    """One `python -m bench` invocation: its mode, the machine, where results go, what was skipped."""
+
+    mode: str
+    out: Path
+    machine: dict
+    notes: list[str] = field(default_factory=list)  # one line per skipped peer or size, for the report
+
+    @property
+    def accelerator(self) -> bool:
+        return self.machine.get("platform") not in (None, "cpu")
+
+    def pick(self, smoke: Any, quick: Any, full: Any, full_accelerator: Any = None) -> Any:
+        """The setting for this mode (full mode on a GPU/TPU may ask for more)."""
+        if self.mode == "smoke":
+            return smoke
+        if self.mode == "quick":
+            return quick
+        return full_accelerator if self.accelerator and full_accelerator is not None else full
+
+    def skip(self, line: str) -> None:
+        """Print and keep one line saying what was skipped and why."""
+        if line not in self.notes:
+            print(f"  skipped: {line}", flush=True)
+            self.notes.append(line)
+
+    def say(self, line: str) -> None:
+        print(f"  {line}", flush=True)
+
+
+def peer_missing(module: str, what: str) -> str | None:
+    """None when `module` imports, else the line that says the peer is skipped."""
+    try:
+        __import__(module)
+    except Exception as e:  # noqa: BLE001 - ImportError, or a peer broken against this jax
+        reason = "not installed" if isinstance(e, ImportError) else f"fails to import ({type(e).__name__})"
+        return f"{what}: `{module}` {reason} (pip install 'jaxrl[bench]')"
+    return None
+
+
+@contextlib.contextmanager
+def quiet():
+    """Hold back what a whole training run prints (its progress and summary lines)."""
+    with contextlib.redirect_stdout(io.StringIO()):
+        yield
+
+
+def compile_timed(fn: Callable, *args: Any) -> tuple[Any, float]:
+    """(`jax.jit(fn)` compiled for `args`, seconds spent tracing and compiling)."""
+    t0 = time.perf_counter()
+    compiled = jax.jit(fn).lower(*args).compile()
+    return compiled, time.perf_counter() - t0
+
+
+def best_times(calls: dict[str, Callable[[int], Any]], repeats: int) -> dict[str, float]:
+    """Best-of-`repeats` seconds of each call, after one warm-up call each.
+
+    The calls take turns (one timed call each per round), so a slow spell of a shared machine
+    hits all of them alike instead of one's figures. `call(i)` gets the round number (a seed).
+    """
+    for call in calls.values():
+        jax.block_until_ready(call(0))
+    best = dict.fromkeys(calls, math.inf)
+    for i in range(repeats):
+        for name, call in calls.items():
+            t0 = time.perf_counter()
+            jax.block_until_ready(call(i + 1))
+            best[name] = min(best[name], time.perf_counter() - t0)
+    return best
+
+
+def out_of_memory(error: BaseException) -> bool:
+    """Whether an error is the device (or host) running out of memory."""
+    text = f"{type(error).__name__}: {error}"
+    return isinstance(error, MemoryError) or "RESOURCE_EXHAUSTED" in text or "Out of memory" in text
+
+
+def fmt_rate(x: float | None) -> str:
+    """Steps per second at a glance: 1.23G, 45.6M, 789k, 950."""
+    if x is None or not math.isfinite(x):
+        return "-"
+    for scale, unit in ((1e9, "G"), (1e6, "M"), (1e3, "k")):
+        if x >= scale:
+            return f"{x / scale:.3g}{unit}"
+    return f"{x:.3g}"
+
+
+def fmt_bytes(x: float | None) -> str:
+    if x is None or not math.isfinite(x):
+        return "-"
+    for scale, unit in ((2**30, "GiB"), (2**20, "MiB"), (2**10, "KiB")):
+        if abs(x) >= scale:
+            return f"{x / scale:.3g} {unit}"
+    return f"{x:.0f} B"
+
+
+def fmt_ratio(x: float | None) -> str:
+    if x is None or not math.isfinite(x):
+        return "-"
+    return f"{x:.3g}x"

@@ -1,0 +1,98 @@
+"""`python -m bench` end to end on its tiny (smoke) budget: every part's JSON, the plots and
+report.md are written and parse; figures are not timed here. Plus its edges: a bad --only, an
+--out that is a file, earlier results kept, and the README block generator."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from bench import readme as bench_readme
+from bench.parts import ORDER
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def bench(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "bench", *args], check=False, cwd=cwd, capture_output=True, text=True, timeout=1200
+    )
+
+
+@pytest.fixture(scope="module")
+def smoke_run(tmp_path_factory) -> tuple[Path, subprocess.CompletedProcess]:
+    out = tmp_path_factory.mktemp("bench") / "results"
+    return out, bench("--quick", "--smoke", "--out", str(out))
+
+
+def test_every_part_writes_its_json_plot_and_report(smoke_run):
+    out, proc = smoke_run
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    for i, name in enumerate(ORDER, 1):
+        assert f"[{i}/{len(ORDER)}] {name}:" in proc.stdout  # a progress line per part
+        record = json.loads((out / f"{name}.json").read_text())
+        assert record["part"] == name and record["mode"] == "smoke"
+        assert record["machine"]["jax"] and record["machine"]["cores"] >= 1
+        assert record["result"]["headlines"], name
+    for name in ("env", "train", "memory", "score"):
+        png = (out / f"{name}.png").read_bytes()
+        assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 10_000
+    report = (out / "report.md").read_text()
+    assert "jax " in report and "cores" in report  # the machine is named
+    for name in ("env", "train", "memory", "score"):
+        assert f"]({name}.png)" in report
+    assert "| num_envs |" in report and "x |" in report  # tables carry ratios
+
+
+def test_figures_are_the_ones_measured(smoke_run):
+    out, _ = smoke_run
+    env = json.loads((out / "env.json").read_text())["result"]
+    snake = next(s for s in env["suites"] if s["id"] == "snake")
+    for row in snake["rows"]:
+        assert row["sps"]["jaxrl"] > 0 and row["compile_s"]["jaxrl"] > 0
+        for peer, ratio in row["ratio"].items():
+            assert ratio == pytest.approx(row["sps"]["jaxrl"] / row["sps"][peer])
+    memory = json.loads((out / "memory.json").read_text())["result"]
+    one = memory["snake_env"]
+    assert one["bytes"] == pytest.approx(one["streams"] + one["rollout"]) and one["state"] > 0
+    train = json.loads((out / "train.json").read_text())["result"]
+    assert train["series"]["jaxrl_ppo_snake"]["rows"][0]["sps"] > 0
+    precision = json.loads((out / "precision.json").read_text())["result"]
+    assert [r["precision"] for r in precision["rows"]] == ["fp32", "tf32", "bf16"]
+
+
+def test_a_second_run_keeps_the_first_runs_files(smoke_run):
+    out, _ = smoke_run
+    before = (out / "report.md").read_text()
+    proc = bench("--smoke", "--only", "memory", "--out", str(out))
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    (kept,) = out.glob("previous-*")
+    assert (kept / "memory.json").exists() and (kept / "report.md").read_text() == before
+    assert (out / "env.json").exists()  # parts not re-run stay, and stay in the report
+    assert "](env.png)" in (out / "report.md").read_text()
+
+
+def test_bad_arguments_are_one_line(tmp_path):
+    proc = bench("--only", "envs", "--out", str(tmp_path / "x"))
+    assert proc.returncode != 0 and "Traceback" not in proc.stderr
+    assert "'envs' is not a part: choose from env, train, memory, score, precision" in proc.stderr
+    afile = tmp_path / "file"
+    afile.write_text("keep me")
+    proc = bench("--only", "env", "--out", str(afile))
+    assert proc.returncode != 0 and "Traceback" not in proc.stderr and "is a file" in proc.stderr
+    assert afile.read_text() == "keep me"
+
+
+def test_the_readme_block_is_generated_from_the_latest_report(smoke_run, tmp_path):
+    out, _ = smoke_run
+    results = tmp_path / "results"
+    results.mkdir()
+    (results / out.name).symlink_to(out, target_is_directory=True)
+    readme = tmp_path / "README.md"
+    readme.write_text(f"# x\nbefore\n{bench_readme.START}\nold\n{bench_readme.END}\nafter\n")
+    text = bench_readme.block(results, readme)
+    assert text.startswith(bench_readme.START) and text.endswith(bench_readme.END)
+    headline = json.loads((out / "env.json").read_text())["result"]["headlines"][0]["figure"]
+    assert headline in text and "report.md" in text and "jax " in text
