@@ -66,10 +66,7 @@ Kept on purpose, as PureJaxRL has them:
 
 from __future__ import annotations
 
-import argparse
-import ast
 import math
-import time
 from collections.abc import Callable
 from typing import Any
 
@@ -80,7 +77,7 @@ import optax
 from flax.struct import dataclass
 from flax.training.train_state import TrainState
 
-from bench.purejaxrl_ref import final_return, make_env
+from bench.purejaxrl_ref import cli_args, compile_and_run, final_return, make_env
 
 Config = dict[str, Any]
 
@@ -344,13 +341,7 @@ def run_reference(env_name: str, seed: int, **overrides: Any) -> dict[str, float
     if unknown:
         raise KeyError(f"unknown PureJaxRL DQN config keys: {sorted(unknown)}; known: {sorted(PUREJAXRL_DQN_CARTPOLE)}")
     config = {**PUREJAXRL_DQN_CARTPOLE, "ENV_NAME": env_name, **overrides}
-    key = jax.random.PRNGKey(seed)
-    t0 = time.perf_counter()
-    compiled = jax.jit(make_train(config)).lower(key).compile()
-    compile_s = time.perf_counter() - t0
-    t0 = time.perf_counter()
-    out = jax.block_until_ready(compiled(key))
-    seconds = time.perf_counter() - t0
+    out, compile_s, seconds = compile_and_run(make_train, config, seed)
     steps = int(config["TOTAL_TIMESTEPS"] // config["NUM_ENVS"]) * config["NUM_ENVS"]
     return {
         "sps": steps / seconds,  # the steps taken (whole vector steps), not the nominal budget
@@ -363,21 +354,10 @@ def run_reference(env_name: str, seed: int, **overrides: Any) -> dict[str, float
 
 def main() -> None:
     """Run the reference once and print its figures."""
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--env", default="CartPole-v1", help="gymnax env id with a discrete action space")
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("overrides", nargs="*", help="PureJaxRL config overrides, KEY=VALUE (e.g. NUM_ENVS=64)")
-    args = parser.parse_args()
-    overrides = {}
-    for item in args.overrides:
-        k, _, v = item.partition("=")
-        try:
-            overrides[k] = ast.literal_eval(v)
-        except (ValueError, SyntaxError):
-            overrides[k] = v
-    r = run_reference(args.env, args.seed, **overrides)
+    env, seed, overrides = cli_args("NUM_ENVS=64")
+    r = run_reference(env, seed, **overrides)
     print(
-        f"PureJaxRL-shaped DQN on {args.env}: {r['sps']:,.0f} steps/s ({r['seconds']:.1f}s), "
+        f"PureJaxRL-shaped DQN on {env}: {r['sps']:,.0f} steps/s ({r['seconds']:.1f}s), "
         f"compile {r['compile_s']:.1f}s, final return {r['final_return']:.1f}, "
         f"{r['gradient_steps']:,} gradient steps"
     )

@@ -365,13 +365,7 @@ def run_reference(env_name: str, seed: int, **overrides: Any) -> dict[str, float
     if unknown:
         raise KeyError(f"unknown PureJaxRL config keys: {sorted(unknown)}")
     config = {**PUREJAXRL_CARTPOLE, "ENV_NAME": env_name, **overrides}
-    key = jax.random.PRNGKey(seed)
-    t0 = time.perf_counter()
-    compiled = jax.jit(make_train(config)).lower(key).compile()
-    compile_s = time.perf_counter() - t0
-    t0 = time.perf_counter()
-    out = jax.block_until_ready(compiled(key))
-    seconds = time.perf_counter() - t0
+    out, compile_s, seconds = compile_and_run(make_train, config, seed)
     steps = int(config["TOTAL_TIMESTEPS"] // config["NUM_STEPS"] // config["NUM_ENVS"]) * config["NUM_STEPS"] * config["NUM_ENVS"]
     return {
         "sps": steps / seconds,  # the steps taken (whole updates), not the nominal budget
@@ -381,12 +375,24 @@ def run_reference(env_name: str, seed: int, **overrides: Any) -> dict[str, float
     }
 
 
-def main() -> None:
-    """Run the reference once and print its figures."""
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def compile_and_run(make: Callable[[Config], Callable], config: Config, seed: int) -> tuple[Any, float, float]:
+    """`make(config)`'s train function compiled and run once from PRNGKey(seed), as PureJaxRL runs it:
+    (its output, compile seconds, run seconds)."""
+    key = jax.random.PRNGKey(seed)
+    t0 = time.perf_counter()
+    compiled = jax.jit(make(config)).lower(key).compile()
+    compile_s = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    out = jax.block_until_ready(compiled(key))
+    return out, compile_s, time.perf_counter() - t0
+
+
+def cli_args(example: str) -> tuple[str, int, Config]:
+    """--env, --seed and KEY=VALUE config overrides from the command line of a reference."""
+    parser = argparse.ArgumentParser(description="Run a PureJaxRL-shaped reference once and print its figures")
     parser.add_argument("--env", default="CartPole-v1", help="gymnax env id with a discrete action space")
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("overrides", nargs="*", help="PureJaxRL config overrides, KEY=VALUE (e.g. TOTAL_TIMESTEPS=1e5)")
+    parser.add_argument("overrides", nargs="*", help=f"PureJaxRL config overrides, KEY=VALUE (e.g. {example})")
     args = parser.parse_args()
     overrides = {}
     for item in args.overrides:
@@ -395,9 +401,15 @@ def main() -> None:
             overrides[k] = ast.literal_eval(v)
         except (ValueError, SyntaxError):
             overrides[k] = v  # a bare string, e.g. ACTIVATION=relu
-    r = run_reference(args.env, args.seed, **overrides)
+    return args.env, args.seed, overrides
+
+
+def main() -> None:
+    """Run the reference once and print its figures."""
+    env, seed, overrides = cli_args("TOTAL_TIMESTEPS=1e5")
+    r = run_reference(env, seed, **overrides)
     print(
-        f"PureJaxRL-shaped PPO on {args.env}: {r['sps']:,.0f} steps/s ({r['seconds']:.1f}s), "
+        f"PureJaxRL-shaped PPO on {env}: {r['sps']:,.0f} steps/s ({r['seconds']:.1f}s), "
         f"compile {r['compile_s']:.1f}s, final return {r['final_return']:.1f}"
     )
 

@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 
 from bench.machine import title
-from bench.report import load_parts, machine_lines
+from bench.report import headline_table, load_parts, machine_lines
 
 START, END = "<!-- measured:start -->", "<!-- measured:end -->"
 
@@ -48,13 +48,9 @@ def block(results: Path, readme: Path) -> str:
             "",
             *machine_lines(first["machine"]),
             "",
-            "| part | what | figure |",
-            "|---|---|---|",
+            *headline_table(parts),
+            "",
         ]
-        for name, rec in parts.items():
-            for h in rec["result"].get("headlines", []):
-                lines.append(f"| {name} | {h['what']} | {h['figure']} |")
-        lines.append("")
     lines.append(END)
     return "\n".join(lines)
 

@@ -39,6 +39,14 @@ def machine_lines(m: dict[str, Any]) -> list[str]:
     ]
 
 
+def headline_table(parts: dict[str, dict[str, Any]]) -> list[str]:
+    """Every part's headline figures as one markdown table."""
+    rows = ["| part | what | figure |", "|---|---|---|"]
+    for name, rec in parts.items():
+        rows += [f"| {name} | {h['what']} | {h['figure']} |" for h in rec["result"].get("headlines", [])]
+    return rows
+
+
 def render(folder: Path) -> str:
     parts = load_parts(folder)
     if not parts:
@@ -55,12 +63,8 @@ def render(folder: Path) -> str:
         "",
         "## Headlines",
         "",
-        "| part | what | figure |",
-        "|---|---|---|",
+        *headline_table(parts),
     ]
-    for name, rec in parts.items():
-        for h in rec["result"].get("headlines", []):
-            md.append(f"| {name} | {h['what']} | {h['figure']} |")
     for name, rec in parts.items():
         part = load(name)
         md += ["", f"## {rec['title']}", "", f"Part `{name}`, {rec['seconds']:.0f} s, {rec['when']}.", ""]

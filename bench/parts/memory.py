@@ -155,6 +155,12 @@ def report(result: dict[str, Any]) -> str:
             + "; ".join(
                 f"{r['n_envs']:,} envs: state {fmt_bytes(r['training_state'])}, compiled {fmt_bytes(r.get('compiled_total'))}"
                 + (f", device peak {fmt_bytes(r['device_peak'])}" if r.get("device_peak") else "")
+            + (
+                f", replay {fmt_bytes(r['replay'])} for {r['replay_transitions']:,} transitions"
+                f" ({r['replay'] / r['replay_transitions']:.0f} B each)"
+                if r.get("replay")
+                else ""
+            )
                 for r in totals
             ),
             "",

@@ -61,7 +61,7 @@ def reached(points: list[list[float]]) -> dict[str, float | None]:
 
 
 def run(ctx: Context) -> dict[str, Any]:
-    cap = ctx.pick(12.0, 60.0, 300.0, 120.0)
+    cap = ctx.pick(12.0, 60.0, 240.0, 120.0)
     total = ctx.pick(20_000, 1e7, 2.5e7, 2.5e7)
     out: dict[str, Any] = {"cap_s": cap, "curves": {}}
     curve = jaxrl_curve(total, cap)
