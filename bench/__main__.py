@@ -1,8 +1,8 @@
 """python -m bench: every throughput benchmark in one run, then report.md, one JSON per part and PNG plots.
 
-    python -m bench                  # full mode: takes what it needs (about an hour on a 2-core CPU)
-    python -m bench --quick          # a few minutes on a 2-core CPU
-    python -m bench --only env,train # some parts (env, train, memory, score, precision)
+    python -m bench                  # full mode: takes what it needs (21 minutes on a 2-core CPU)
+    python -m bench --quick          # 6 minutes on a 2-core CPU
+    python -m bench --only env,train # some parts (env, train, memory, score, precision, runs)
     python -m bench --out DIR        # default bench/results/<machine>-<date>/
 
 Peers (Jumanji, navix, xminigrid, Stable-Baselines3) come with `pip install 'jaxrl[bench]'`;

@@ -65,6 +65,43 @@ def quiet():
         yield
 
 
+def whole_run(env: str, **settings: Any) -> tuple[dict[str, Any], list[dict[str, str]], float]:
+    """One quiet `jaxrl.train` run in a scratch run directory: (its summary, its metrics.csv rows,
+    seconds from the call to its return, compile and the final save included)."""
+    import csv
+    import tempfile
+
+    import jaxrl
+
+    with tempfile.TemporaryDirectory() as tmp, quiet():
+        t0 = time.perf_counter()
+        run = jaxrl.train(env=env, run_dir=Path(tmp) / "run", progress=False, **settings)
+        elapsed = time.perf_counter() - t0
+        with open(run.run_dir / "metrics.csv", newline="") as f:
+            return run.summary, list(csv.DictReader(f)), elapsed
+
+
+def log_axes(ax, title: str, xlabel: str, ylabel: str, log_y: bool = True) -> None:
+    """The look every plot shares: num_envs on a log2 axis, a log y axis, grid and legend."""
+    ax.set_xscale("log", base=2)
+    if log_y:
+        ax.set_yscale("log")
+    ax.set_title(title, fontsize=10)
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=8)
+
+
+def save_figure(fig, title: str, path) -> None:
+    fig.suptitle(title)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    import matplotlib.pyplot as plt
+
+    plt.close(fig)
+
+
 def compile_timed(fn: Callable, *args: Any) -> tuple[Any, float]:
     """(`jax.jit(fn)` compiled for `args`, seconds spent tracing and compiling)."""
     t0 = time.perf_counter()

@@ -16,7 +16,17 @@ from typing import Any
 import jax
 
 from bench import env_throughput as E
-from bench.common import Context, best_times, compile_timed, fmt_rate, fmt_ratio, out_of_memory, peer_missing
+from bench.common import (
+    Context,
+    best_times,
+    compile_timed,
+    fmt_rate,
+    fmt_ratio,
+    log_axes,
+    out_of_memory,
+    peer_missing,
+    save_figure,
+)
 
 NAME = "env"
 TITLE = "Env-only steps/s against num_envs"
@@ -179,14 +189,6 @@ def plot(result: dict[str, Any], axes_title: str, path) -> None:
         for label in labels:
             pts = [(r["n_envs"], r["sps"][label]) for r in suite["rows"] if label in r["sps"]]
             ax.plot(*zip(*pts, strict=True), marker="o", label=label, lw=2.2 if label == suite["ours"] else 1.4)
-        ax.set_xscale("log", base=2)
-        ax.set_yscale("log")
-        ax.set_title(suite["title"], fontsize=10)
-        ax.set_xlabel("num_envs (parallel envs)")
-        ax.set_ylabel("agent-steps / s" if suite["agents"] > 1 else "env steps / s")
-        ax.grid(True, which="both", alpha=0.3)
-        ax.legend(fontsize=8)
-    fig.suptitle(f"Env-only throughput, observation consumed - {axes_title}")
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+        unit = "agent-steps / s" if suite["agents"] > 1 else "env steps / s"
+        log_axes(ax, suite["title"], "num_envs (parallel envs)", unit)
+    save_figure(fig, f"Env-only throughput, observation consumed - {axes_title}", path)

@@ -18,7 +18,7 @@ from typing import Any
 
 import jax
 
-from bench.common import Context, fmt_bytes, out_of_memory
+from bench.common import Context, fmt_bytes, log_axes, out_of_memory, save_figure
 
 NAME = "memory"
 TITLE = "Memory per env against num_envs"
@@ -155,12 +155,12 @@ def report(result: dict[str, Any]) -> str:
             + "; ".join(
                 f"{r['n_envs']:,} envs: state {fmt_bytes(r['training_state'])}, compiled {fmt_bytes(r.get('compiled_total'))}"
                 + (f", device peak {fmt_bytes(r['device_peak'])}" if r.get("device_peak") else "")
-            + (
-                f", replay {fmt_bytes(r['replay'])} for {r['replay_transitions']:,} transitions"
-                f" ({r['replay'] / r['replay_transitions']:.0f} B each)"
-                if r.get("replay")
-                else ""
-            )
+                + (
+                    f", replay {fmt_bytes(r['replay'])} for {r['replay_transitions']:,} transitions"
+                    f" ({r['replay'] / r['replay_transitions']:.0f} B each)"
+                    if r.get("replay")
+                    else ""
+                )
                 for r in totals
             ),
             "",
@@ -180,14 +180,5 @@ def plot(result: dict[str, Any], axes_title: str, path) -> None:
                 ax.plot(*zip(*pts, strict=True), marker="o", label=key.replace("_", " "))
         if algo == "ppo":
             ax.axhline(TARGET, color="grey", ls="--", lw=1, label="4 KiB target (state + rollout)")
-        ax.set_xscale("log", base=2)
-        ax.set_yscale("log")
-        ax.set_title(f"{algo.upper()} on Snake 10x10, default config", fontsize=10)
-        ax.set_xlabel("num_envs (parallel envs)")
-        ax.set_ylabel("bytes per env")
-        ax.grid(True, which="both", alpha=0.3)
-        ax.legend(fontsize=8)
-    fig.suptitle(f"Memory per env - {axes_title}")
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+        log_axes(ax, f"{algo.upper()} on Snake 10x10, default config", "num_envs (parallel envs)", "bytes per env")
+    save_figure(fig, f"Memory per env - {axes_title}", path)

@@ -10,11 +10,9 @@ a CPU tf32 changes nothing and bf16 is emulated, so expect it no faster there.
 
 from __future__ import annotations
 
-import tempfile
-from pathlib import Path
 from typing import Any
 
-from bench.common import Context, fmt_rate, fmt_ratio, quiet
+from bench.common import Context, fmt_rate, fmt_ratio, whole_run
 from bench.parts.train import program_sps
 
 NAME = "precision"
@@ -23,12 +21,7 @@ PRECISIONS = ("fp32", "tf32", "bf16")
 
 
 def final_score(precision: str, total: float) -> dict[str, Any]:
-    import jaxrl
-
-    with tempfile.TemporaryDirectory() as tmp, quiet():
-        s = jaxrl.train(
-            env="snake", precision=precision, total_timesteps=total, run_dir=Path(tmp) / "run", progress=False
-        ).summary
+    s, _, _ = whole_run("snake", precision=precision, total_timesteps=total)
     return {
         "final_score": s.get("final_score"),
         "final_return": s["final_return"],

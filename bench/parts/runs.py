@@ -11,23 +11,13 @@ the `train` part does) of the default config with `num_envs` raised and
 
 from __future__ import annotations
 
-import tempfile
-from pathlib import Path
 from typing import Any
 
-from bench.common import Context, fmt_rate, quiet
+from bench.common import Context, fmt_rate, whole_run
 from bench.parts.train import program_sps
 
 NAME = "runs"
 TITLE = "Training runs on Snake: default config and presets"
-
-
-def whole_run(settings: dict[str, Any]) -> dict[str, Any]:
-    import jaxrl
-
-    with tempfile.TemporaryDirectory() as tmp, quiet():
-        s = jaxrl.train(env="snake", run_dir=Path(tmp) / "run", progress=False, **settings).summary
-    return {k: s.get(k) for k in ("env_steps", "sps", "compile_s", "wall_s", "final_score", "final_return")}
 
 
 def run(ctx: Context) -> dict[str, Any]:
@@ -36,7 +26,9 @@ def run(ctx: Context) -> dict[str, Any]:
     total = ctx.pick(20_000, 1e7, 2.5e7)  # the default run is 2.5e7 steps
     for settings in presets:
         label = f"preset={settings['preset']}" if settings else "default"
-        row = {"run": label, **whole_run({**settings, "total_timesteps": total})}
+        summary, _, _ = whole_run("snake", **settings, total_timesteps=total)
+        keys = ("env_steps", "sps", "compile_s", "wall_s", "final_score", "final_return")
+        row = {"run": label, **{k: summary.get(k) for k in keys}}
         runs.append(row)
         ctx.say(
             f"{label}: {fmt_rate(row['sps'])} steps/s, compile {row['compile_s']:.1f} s, final score {row['final_score']:.2f}"

@@ -11,14 +11,10 @@ A run that ends before the cap (jaxrl's default is 2.5e7 steps) is not extended.
 
 from __future__ import annotations
 
-import csv
 import math
-import tempfile
-import time
-from pathlib import Path
 from typing import Any
 
-from bench.common import Context, fmt_rate, quiet
+from bench.common import Context, fmt_rate, whole_run
 
 NAME = "score"
 TITLE = "Time to score on Snake 10x10"
@@ -26,17 +22,7 @@ THRESHOLDS = (5, 10, 20, 30)
 
 
 def jaxrl_curve(total_timesteps: float, cap_s: float, seed: int = 0) -> dict[str, Any]:
-    import jaxrl
-
-    with tempfile.TemporaryDirectory() as tmp, quiet():
-        t0 = time.perf_counter()
-        run = jaxrl.train(
-            env="snake", seed=seed, total_timesteps=total_timesteps, run_dir=Path(tmp) / "run", progress=False
-        )
-        elapsed = time.perf_counter() - t0
-        summary = run.summary
-        with open(Path(tmp) / "run" / "metrics.csv") as f:
-            rows = list(csv.DictReader(f))
+    summary, rows, elapsed = whole_run("snake", seed=seed, total_timesteps=total_timesteps)
     startup = max(0.0, elapsed - summary["wall_s"])  # config, env and run dir before compiling, final save after
     points = [
         [float(r["wall_s"]) + startup, int(float(r["env_steps"])), float(r["score"])]

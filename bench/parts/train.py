@@ -14,14 +14,12 @@ settings and the num_envs of the row, steps/s after compile.
 from __future__ import annotations
 
 import math
-import tempfile
 import time
-from pathlib import Path
 from typing import Any
 
 import jax
 
-from bench.common import Context, fmt_rate, fmt_ratio, out_of_memory, quiet
+from bench.common import Context, fmt_rate, fmt_ratio, log_axes, out_of_memory, save_figure, whole_run
 
 NAME = "train"
 TITLE = "End-to-end training steps/s against num_envs"
@@ -50,11 +48,8 @@ def program_sps(overrides: list[str], target_steps: int) -> dict[str, Any]:
 
 
 def jaxrl_run(env: str, settings: dict[str, Any]) -> dict[str, Any]:
-    """One whole `jaxrl.train` run in a scratch directory: steps/s after compile, compile s, return."""
-    import jaxrl
-
-    with tempfile.TemporaryDirectory() as tmp, quiet():
-        s = jaxrl.train(env=env, run_dir=Path(tmp) / "run", progress=False, **settings).summary
+    """One whole `jaxrl.train` run: steps/s after compile, compile seconds, final return."""
+    s, _, _ = whole_run(env, **settings)
     return {"sps": s["sps"], "compile_s": s["compile_s"], "final_return": s["final_return"]}
 
 
@@ -305,16 +300,7 @@ def plot(result: dict[str, Any], axes_title: str, path) -> None:
         for s in (s for s in result["series"].values() if s["group"] == group):
             pts = [(r["n_envs"], r["sps"]) for r in s["rows"]]
             ax.plot(*zip(*pts, strict=True), marker="o", label=s["title"], lw=2.2 if s["ours"] else 1.4)
-        ax.set_xscale("log", base=2)
-        ax.set_yscale("log")
-        ax.set_title(group, fontsize=10)
-        ax.set_xlabel("num_envs (parallel envs)")
-        ax.set_ylabel("env steps / s, training end to end")
-        ax.grid(True, which="both", alpha=0.3)
-        ax.legend(fontsize=8)
+        log_axes(ax, group, "num_envs (parallel envs)", "env steps / s, training end to end")
     for ax in list(axes.flat)[len(groups) :]:
         ax.axis("off")
-    fig.suptitle(f"Training throughput - {axes_title}")
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    save_figure(fig, f"Training throughput - {axes_title}", path)
