@@ -21,6 +21,8 @@ from envs.base import INT32_MAX, Env, finite32, pick, whole
 DROW = (-1, 0, 1, 0)
 DCOL = (0, 1, 0, -1)
 START_LENGTH = 3
+VIEWS = ("world", "ego")  # the whole board as it lies, or turned so that the snake heads up
+ACTIONS = ("absolute", "relative")  # four compass moves, or turn left / straight on / turn right
 
 
 @struct.dataclass
@@ -36,6 +38,7 @@ class EnvState(environment.EnvState):
     length: jax.Array  # () int32, cells occupied by the snake, head included
     hunger: jax.Array  # () int32, steps since the last apple (or the reset)
     time: jax.Array  # () int32, steps since the reset
+    mirrored: jax.Array  # () bool, the agent sees (and acts in) the board flipped left to right
 
 
 @struct.dataclass
@@ -45,6 +48,10 @@ class EnvParams(environment.EnvParams):
     reward_apple: float = 1.0  # eating an apple (also the step that fills the board)
     reward_death: float = -1.0  # leaving the board or biting the body
     reward_step: float = 0.0  # every other step
+    hunger_kills: bool = False  # hunger_limit steps without an apple end the episode as a death, not a truncation
+    shaping: float = 0.0  # potential-based shaping toward the apple (0: off); the score stays apples
+    shaping_gamma: float = 0.99  # the discount in the shaping term (the learner's gamma keeps it policy-neutral)
+    mirror_prob: float = 0.0  # chance that an episode is mirrored left to right (augmentation)
 
 
 def _select_bit(word: jax.Array, rank: jax.Array) -> jax.Array:
@@ -62,25 +69,45 @@ def _select_bit(word: jax.Array, rank: jax.Array) -> jax.Array:
 class Snake(Env):
     """Classic Snake on a `size x size` board.
 
-    Observation: `(size, size, 3)` uint8: channel 0 is 1 at the head, channel 1 is 1 on the
-        other body cells, channel 2 is 1 at the apple.
-    Actions: `Discrete(4)`: 0 up (row-1), 1 right (col+1), 2 down (row+1), 3 left (col-1).
-        The action opposite to the current direction keeps the current direction.
+    Observation (`view`):
+        `world`: `(size, size, 3)` uint8: channel 0 is 1 at the head, channel 1 is 1 on the
+            other body cells, channel 2 is 1 at the apple.
+        `ego`: `(size + 2, size + 2, 4)` uint8: the board inside a one-cell wall border, turned
+            so that the snake always heads up (row-1); channels head, body, apple, wall.
+        A mirrored episode (see `mirror_prob`) sees its observation flipped left to right.
+    Actions (`actions`):
+        `absolute`: `Discrete(4)`: 0 up (row-1), 1 right (col+1), 2 down (row+1), 3 left
+            (col-1). The action opposite to the current direction keeps the current direction.
+        `relative`: `Discrete(3)`: 0 turn left, 1 straight on, 2 turn right.
+        In a mirrored episode left and right swap (absolute 1 and 3, relative 0 and 2), so the
+        agent acts in the world it sees.
     Reward: `reward_apple` for eating (the snake grows by one and a new apple appears on a
         uniformly random free cell), `reward_death` for leaving the board or entering a body
-        cell (the tail's cell frees this step unless the snake eats), `reward_step` otherwise.
-    Termination: death, or a full board (a win; that step earns `reward_apple`).
+        cell (the tail's cell frees this step unless the snake eats), `reward_step` otherwise;
+        plus, with `shaping > 0`, the potential-based term `shaping_gamma * phi(s') - phi(s)`,
+        phi = -shaping * manhattan(head, apple) / (2 (size - 1)) and 0 once the episode ended
+        (Ng et al. 1999: it leaves the optimal policy unchanged). `score` counts apples only.
+    Termination: death, or a full board (a win; that step earns `reward_apple`), or, with
+        `hunger_kills`, `hunger_limit` steps without an apple (a death, `reward_death`).
     Truncation: `max_steps_in_episode` steps, or `hunger_limit` steps without an apple.
     Reset: a straight snake of length 3 at a uniformly random place and direction, fully on
-        the board with the cell ahead free; one apple on a uniformly random free cell.
-    Info: `score`, apples eaten this episode (after the step, before any reset).
+        the board with the cell ahead free; one apple on a uniformly random free cell; the
+        episode is mirrored with probability `mirror_prob`.
+    Info: `score`, apples eaten this episode, and `won`, whether it filled the board (after
+        the step, before any reset).
     """
 
-    def __init__(self, size: int = 10):
+    def __init__(self, size: int = 10, view: str = "world", actions: str = "absolute"):
         super().__init__()
         if not isinstance(size, int) or isinstance(size, bool) or not 4 <= size <= 64:
             raise ValueError(f"snake size must be an integer from 4 to 64, got {size!r}")
-        self.size = size
+        if view not in VIEWS:
+            raise ValueError(f"snake view={view!r} is invalid: allowed {', '.join(VIEWS)}")
+        if actions not in ACTIONS:
+            raise ValueError(f"snake actions={actions!r} is invalid: allowed {', '.join(ACTIONS)}")
+        if view == "ego" and actions != "relative":
+            raise ValueError("snake view='ego' needs actions='relative': the turned board does not show where up is")
+        self.size, self.view, self.actions = size, view, actions
         self.num_cells = size * size
         self.num_words = -(-self.num_cells // 32)
         valid = [0] * self.num_words
@@ -99,8 +126,16 @@ class Snake(Env):
     def check_params(self, params: EnvParams) -> None:
         for name in ("max_steps_in_episode", "hunger_limit"):
             self._require(params, name, whole(getattr(params, name)) >= 1, f"an integer from 1 to {INT32_MAX}")
-        for name in ("reward_apple", "reward_death", "reward_step"):
+        for name in ("reward_apple", "reward_death", "reward_step", "shaping"):
             self._require(params, name, finite32(getattr(params, name)), "a finite float32")
+        for name in ("shaping_gamma", "mirror_prob"):
+            self._require(params, name, 0 <= float(getattr(params, name)) <= 1, "a number from 0 to 1")
+
+    def eval_params(self, params: EnvParams) -> EnvParams:
+        """The params to evaluate a policy with: the hunger limit cannot cut a legal game short
+        (at least size * size steps per apple) and no shaping (the return is the plain one)."""
+        hunger_limit = jnp.maximum(params.hunger_limit, self.num_cells)
+        return params.replace(hunger_limit=hunger_limit, shaping=jnp.zeros_like(params.shaping))
 
     @property
     def name(self) -> str:
@@ -108,13 +143,14 @@ class Snake(Env):
 
     @property
     def num_actions(self) -> int:
-        return 4
+        return 3 if self.actions == "relative" else 4
 
     def action_space(self, params: EnvParams | None = None) -> spaces.Discrete:
-        return spaces.Discrete(4)
+        return spaces.Discrete(self.num_actions)
 
     def observation_space(self, params: EnvParams | None = None) -> spaces.Box:
-        return spaces.Box(0, 1, (self.size, self.size, 3), jnp.uint8)
+        shape = (self.size, self.size, 3) if self.view == "world" else (self.size + 2, self.size + 2, 4)
+        return spaces.Box(0, 1, shape, jnp.uint8)
 
     # -- bitboard helpers ---------------------------------------------------
 
@@ -141,7 +177,13 @@ class Snake(Env):
         return word * 32 + _select_bit(bits, rank - before)
 
     def make_state(
-        self, cells: list[tuple[int, int]], apple: tuple[int, int], direction: int, hunger: int = 0, time: int = 0
+        self,
+        cells: list[tuple[int, int]],
+        apple: tuple[int, int],
+        direction: int,
+        hunger: int = 0,
+        time: int = 0,
+        mirrored: bool = False,
     ) -> EnvState:
         """A state from the snake's cells, head first, each adjacent to the next (for tests and replays)."""
         if len(cells) < 2:
@@ -172,13 +214,28 @@ class Snake(Env):
             length=jnp.int32(len(cells)),
             hunger=jnp.int32(hunger),
             time=jnp.int32(time),
+            mirrored=jnp.bool_(mirrored),
         )
 
     # -- dynamics -------------------------------------------------------------
 
-    def step_env(self, key: jax.Array, state: EnvState, action: jax.Array, params: EnvParams):
+    def _direction(self, state: EnvState, action: jax.Array) -> jax.Array:
+        """The direction the head moves in for the agent's action (as the agent sees the board)."""
         action = jnp.asarray(action, jnp.int32)
-        direction = jnp.where(action == (state.direction + 2) % 4, state.direction, action)
+        if self.actions == "relative":  # 0 left, 1 straight, 2 right; a mirrored agent's left is right
+            turn = jnp.where(state.mirrored, 1 - action, action - 1)
+            return (state.direction + turn) % 4
+        action = jnp.where(state.mirrored & (action & 1 == 1), 4 - action, action)  # swap right and left
+        return jnp.where(action == (state.direction + 2) % 4, state.direction, action)
+
+    def _potential(self, state: EnvState, params: EnvParams) -> jax.Array:
+        """Shaping potential: minus the scaled Manhattan distance from the head to the apple."""
+        rows = jnp.abs(state.head_row - state.apple // self.size)
+        distance = rows + jnp.abs(state.head_col - state.apple % self.size)
+        return -params.shaping * distance.astype(jnp.float32) / (2 * (self.size - 1))
+
+    def step_env(self, key: jax.Array, state: EnvState, action: jax.Array, params: EnvParams):
+        direction = self._direction(state, action)
         row = state.head_row + pick(DROW, direction)
         col = state.head_col + pick(DCOL, direction)
         off_board = (row < 0) | (row >= self.size) | (col < 0) | (col >= self.size)
@@ -203,6 +260,8 @@ class Snake(Env):
         occupied = occupied | head_bit
         length = state.length + eats.astype(jnp.int32)
         won = length == self.num_cells
+        hunger = jnp.where(eats, 0, state.hunger + 1)
+        dead = dead | (params.hunger_kills & ~won & (hunger >= params.hunger_limit))
         spawned = self._spawn_apple(self.uniform(key, self.STEP_SALT, 1)[0], occupied)
         apple = jnp.where(eats & ~won, spawned, state.apple)
         reward = jnp.where(dead, params.reward_death, jnp.where(eats, params.reward_apple, params.reward_step))
@@ -216,14 +275,18 @@ class Snake(Env):
             direction=direction,
             apple=apple,
             length=length,
-            hunger=jnp.where(eats, 0, state.hunger + 1),
+            hunger=hunger,
             time=state.time + 1,
+            mirrored=state.mirrored,
         )
-        info = {"score": length - START_LENGTH}
-        return self.get_obs(new_state), new_state, reward.astype(jnp.float32), dead | won, info
+        ended = dead | won
+        shaped = params.shaping_gamma * jnp.where(ended, 0.0, self._potential(new_state, params))
+        reward = reward + shaped - self._potential(state, params)
+        info = {"score": length - START_LENGTH, "won": won}
+        return self.get_obs(new_state), new_state, reward.astype(jnp.float32), ended, info
 
     def reset_env(self, key: jax.Array, params: EnvParams):
-        u = self.uniform(key, self.RESET_SALT, 4)
+        u = self.uniform(key, self.RESET_SALT, 5)
         span = self.size - 3  # heading right, the head's column is 2..size-2: two cells behind, one ahead
         across = jnp.minimum(u[0] * self.size, self.size - 1).astype(jnp.int32)
         along = jnp.minimum(u[1] * span, span - 1).astype(jnp.int32) + 2
@@ -251,12 +314,12 @@ class Snake(Env):
             length=jnp.int32(START_LENGTH),
             hunger=jnp.int32(0),
             time=jnp.int32(0),
+            mirrored=u[4] < params.mirror_prob,
         )
         return self.get_obs(state), state
 
-    def get_obs(self, state: EnvState, params: EnvParams | None = None, key: jax.Array | None = None) -> jax.Array:
-        # One code per cell (0 empty, 1 head, 2 body, 3 apple), then a compare per channel. Built on
-        # the flat cell axis and reshaped last, which XLA vectorizes ~1.7x better than (size, size) planes.
+    def _codes(self, state: EnvState) -> jax.Array:
+        """(size * size,) uint8, one code per cell: 0 empty, 1 head, 2 body, 3 apple (world frame)."""
         bits = (state.occupied[:, None] >> self._shifts) & jnp.uint32(1)  # (words, 32)
         code = bits.reshape(-1)[: self.num_cells].astype(jnp.uint8) * jnp.uint8(2)
         cells = self._cells.reshape(-1)
@@ -264,30 +327,43 @@ class Snake(Env):
         # After a death off the board the head is nowhere: row * size + col would wrap onto a real cell.
         row, col = state.head_row, state.head_col
         on_board = (row >= 0) & (row < self.size) & (col >= 0) & (col < self.size)
-        code = jnp.where(cells == jnp.where(on_board, row * self.size + col, -1), jnp.uint8(1), code)
-        channels = jnp.arange(1, 4, dtype=jnp.uint8)
-        return (code[:, None] == channels).astype(jnp.uint8).reshape(self.size, self.size, 3)
+        return jnp.where(cells == jnp.where(on_board, row * self.size + col, -1), jnp.uint8(1), code)
+
+    def get_obs(self, state: EnvState, params: EnvParams | None = None, key: jax.Array | None = None) -> jax.Array:
+        # One code per cell, then a compare per channel. The world view is built on the flat cell
+        # axis and reshaped last, which XLA vectorizes ~1.7x better than (size, size) planes.
+        code = self._codes(state)
+        if self.view == "world":
+            flipped = code.reshape(self.size, self.size)[:, ::-1].reshape(-1)
+            code = jnp.where(state.mirrored, flipped, code)
+            channels = jnp.arange(1, 4, dtype=jnp.uint8)
+            return (code[:, None] == channels).astype(jnp.uint8).reshape(self.size, self.size, 3)
+        board = jnp.pad(code.reshape(self.size, self.size), 1, constant_values=4)  # 4: wall
+        # Turn the heading to up: rot90 by k quarter turns counterclockwise brings direction k (0 up,
+        # 1 right, 2 down, 3 left) to up. Four static turns and a select: no gather under vmap.
+        turns = [jnp.rot90(board, k) for k in range(4)]
+        turned = jnp.select([state.direction == k for k in range(3)], turns[:3], turns[3])
+        turned = jnp.where(state.mirrored, turned[:, ::-1], turned)
+        channels = jnp.arange(1, 5, dtype=jnp.uint8)
+        return (turned[..., None] == channels).astype(jnp.uint8)
 
     def is_truncated(self, state: EnvState, params: EnvParams) -> jax.Array:
-        return (state.time >= params.max_steps_in_episode) | (state.hunger >= params.hunger_limit)
+        hungry = ~params.hunger_kills & (state.hunger >= params.hunger_limit)  # else a death, in step_env
+        return (state.time >= params.max_steps_in_episode) | hungry
 
     def is_terminated(self, state: EnvState, params: EnvParams) -> jax.Array:
         return state.length >= self.num_cells
 
     def render_rgb(self, state: EnvState) -> jax.Array:
-        """(size, size, 3) uint8 picture: green body, bright head, red apple."""
-        obs = self.get_obs(state)
+        """(size, size, 3) uint8 picture of the board as it lies: green body, bright head, red apple."""
+        code = self._codes(state).reshape(self.size, self.size, 1)
         img = jnp.zeros((self.size, self.size, 3), jnp.uint8)
-        img = jnp.where(obs[..., 1:2] > 0, jnp.array([40, 160, 60], jnp.uint8), img)
-        img = jnp.where(obs[..., 0:1] > 0, jnp.array([120, 255, 120], jnp.uint8), img)
-        return jnp.where(obs[..., 2:3] > 0, jnp.array([230, 40, 40], jnp.uint8), img)
+        img = jnp.where(code == 2, jnp.array([40, 160, 60], jnp.uint8), img)
+        img = jnp.where(code == 1, jnp.array([120, 255, 120], jnp.uint8), img)
+        return jnp.where(code == 3, jnp.array([230, 40, 40], jnp.uint8), img)
 
     def render_text(self, state: EnvState) -> str:
-        """The board as text for a terminal: `@` head, `o` body, `*` apple, `.` empty, inside a frame."""
-        obs = np.asarray(self.get_obs(state))
-        chars = np.full((self.size, self.size), ".", dtype="<U1")
-        chars[obs[..., 1] > 0] = "o"
-        chars[obs[..., 2] > 0] = "*"
-        chars[obs[..., 0] > 0] = "@"
+        """The board as it lies, as text for a terminal: `@` head, `o` body, `*` apple, `.` empty, inside a frame."""
+        chars = np.array([".", "@", "o", "*"])[np.asarray(self._codes(state)).reshape(self.size, self.size)]
         edge = "+" + "-" * self.size + "+"
         return "\n".join([edge, *("|" + "".join(row) + "|" for row in chars), edge])

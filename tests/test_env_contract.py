@@ -14,6 +14,8 @@ OUR_ENVS = [name for name in envs.registered_names() if name not in gymnax.regis
 CASES = [
     ("snake", {}),
     ("snake", {"size": 6}),
+    ("snake", {"view": "ego", "actions": "relative"}),
+    ("snake", {"size": 5, "actions": "relative"}),
     ("grid", {}),
     ("grid", {"size": 6, "view": 7}),
     ("grid", {"num_agents": 4}),

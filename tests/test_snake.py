@@ -199,3 +199,155 @@ def test_observation_channels(snake):
 def test_bad_size_is_one_clear_error():
     with pytest.raises(ValueError, match="size must be an integer from 4 to 64, got 2"):
         envs.make("snake", size=2)
+
+
+# -- options: relative actions, the egocentric view, mirroring, shaping, hunger deaths ---------
+
+TURN_LEFT, STRAIGHT, TURN_RIGHT = 0, 1, 2
+
+
+@pytest.fixture(scope="module")
+def ego():
+    return envs.make("snake", size=10, view="ego", actions="relative")
+
+
+@pytest.mark.parametrize("direction", [UP, RIGHT, DOWN, LEFT])
+@pytest.mark.parametrize("mirrored", [False, True])
+def test_relative_actions_turn_from_the_heading(direction, mirrored):
+    env, params = envs.make("snake", size=10, actions="relative")
+    assert env.action_space(params).n == 3
+    dr, dc = [(-1, 0), (0, 1), (1, 0), (0, -1)][direction]
+    cells = [(5, 5), (5 - dr, 5 - dc), (5 - 2 * dr, 5 - 2 * dc)]
+    state = env.make_state(cells, apple=(0, 0), direction=direction, mirrored=mirrored)
+    left, right = (direction + 1) % 4, (direction + 3) % 4  # mirrored: the agent's left is the world's right
+    if not mirrored:
+        left, right = right, left
+    for action, expected in ((TURN_LEFT, left), (STRAIGHT, direction), (TURN_RIGHT, right)):
+        assert int(step(env, params, state, action)[1].direction) == expected
+
+
+def test_mirrored_absolute_actions_swap_left_and_right(snake):
+    env, params = snake
+    state = env.make_state([(5, 5), (4, 5), (3, 5)], apple=(0, 0), direction=DOWN, mirrored=True)
+    assert int(step(env, params, state, RIGHT)[1].head_col) == 4  # the agent's right is the world's left
+    assert int(step(env, params, state, LEFT)[1].head_col) == 6
+    assert int(step(env, params, state, DOWN)[1].head_row) == 6  # up and down are unchanged
+    plain = state.replace(mirrored=jnp.bool_(False))
+    flipped = np.asarray(env.get_obs(state))
+    np.testing.assert_array_equal(flipped, np.asarray(env.get_obs(plain))[:, ::-1])
+
+
+@pytest.mark.parametrize("direction", [UP, RIGHT, DOWN, LEFT])
+def test_ego_view_turns_the_heading_up_inside_a_wall(ego, direction):
+    env, params = ego
+    assert env.observation_space(params).shape == (12, 12, 4)
+    dr, dc = [(-1, 0), (0, 1), (1, 0), (0, -1)][direction]
+    cells = [(5, 5), (5 - dr, 5 - dc), (5 - 2 * dr, 5 - 2 * dc)]
+    ahead, left_of_head = (5 + dr, 5 + dc), (5 - dc, 5 + dr)  # rotating (dr, dc) a quarter counterclockwise
+    state = env.make_state(cells, apple=ahead, direction=direction)
+    obs = np.asarray(env.get_obs(state))
+    wall = obs[..., 3]
+    assert wall.sum() == 4 * 11 and (wall[0] == 1).all() and (wall[:, -1] == 1).all() and wall[1:-1, 1:-1].sum() == 0
+    (head,) = np.argwhere(obs[..., 0])
+    (apple,) = np.argwhere(obs[..., 2])
+    assert tuple(apple) == (head[0] - 1, head[1])  # the cell ahead is up
+    assert {tuple(x) for x in np.argwhere(obs[..., 1])} == {(head[0] + 1, head[1]), (head[0] + 2, head[1])}
+    # The cell to the snake's left is to the left in the view: put the apple there instead.
+    state = env.make_state(cells, apple=left_of_head, direction=direction)
+    (apple,) = np.argwhere(np.asarray(env.get_obs(state))[..., 2])
+    assert tuple(apple) == (head[0], head[1] - 1)
+    # And turning left moves onto it.
+    _, _, reward, _, info = step(env, params, state, TURN_LEFT)
+    assert float(reward) == 1.0 and int(info["score"]) == 1
+
+
+def test_ego_view_mirrored_is_flipped_left_to_right(ego):
+    env, _ = ego
+    state = env.make_state([(2, 3), (2, 2), (2, 1)], apple=(7, 8), direction=RIGHT)
+    mirrored = state.replace(mirrored=jnp.bool_(True))
+    np.testing.assert_array_equal(np.asarray(env.get_obs(mirrored)), np.asarray(env.get_obs(state))[:, ::-1])
+
+
+def test_ego_view_needs_relative_actions_and_bad_options_are_one_line():
+    with pytest.raises(ValueError, match="view='ego' needs actions='relative'"):
+        envs.make("snake", view="ego")
+    with pytest.raises(ValueError, match="view='top' is invalid: allowed world, ego"):
+        envs.make("snake", view="top")
+    with pytest.raises(ValueError, match="actions='turns' is invalid: allowed absolute, relative"):
+        envs.make("snake", actions="turns")
+
+
+def test_mirror_prob_mirrors_that_share_of_episodes(snake):
+    env, params = snake
+    keys = jax.random.split(jax.random.key(7), 4000)
+    for prob, low, high in ((0.0, 0, 0), (0.5, 0.46, 0.54), (1.0, 1, 1)):
+        _, state = jax.vmap(env.reset, in_axes=(0, None))(keys, params.replace(mirror_prob=prob))
+        assert low <= float(np.mean(state.mirrored)) <= high
+
+
+def test_shaping_is_potential_based_and_the_score_stays_apples(snake):
+    env, params = snake
+    params = params.replace(shaping=0.2, shaping_gamma=0.9)
+    phi = lambda d: -0.2 * d / 18
+    state = env.make_state([(5, 5), (5, 4), (5, 3)], apple=(5, 8), direction=RIGHT)  # 3 cells away
+    assert float(step(env, params, state, RIGHT)[2]) == pytest.approx(0.9 * phi(2) - phi(3))  # closer
+    assert float(step(env, params, state, UP)[2]) == pytest.approx(0.9 * phi(4) - phi(3))  # farther
+    wall = env.make_state([(4, 9), (4, 8), (4, 7)], apple=(0, 0), direction=RIGHT)  # 13 cells away, then dead
+    assert float(step(env, params, wall, RIGHT)[2]) == pytest.approx(-1.0 - phi(13))  # an end has potential 0
+    eats = env.make_state([(5, 5), (5, 4), (5, 3)], apple=(5, 6), direction=RIGHT)
+    _, new, reward, _, info = step(env, params, eats, RIGHT)
+    distance = abs(int(new.apple) // 10 - 5) + abs(int(new.apple) % 10 - 6)  # to the new apple
+    assert float(reward) == pytest.approx(1.0 + 0.9 * phi(distance) - phi(1))
+    assert int(info["score"]) == 1
+    assert float(env.eval_params(params).shaping) == 0.0
+
+
+def test_hunger_kills_ends_the_episode_as_a_death(snake):
+    env, params = snake
+    params = params.replace(hunger_kills=True, hunger_limit=20)
+    hungry = env.make_state([(5, 5), (5, 4), (5, 3)], apple=(0, 0), direction=RIGHT, hunger=19)
+    _, _, reward, terminated, truncated, _ = env.step(jax.random.key(0), hungry, jnp.int32(RIGHT), params)
+    assert bool(terminated) and not bool(truncated) and float(reward) == -1.0
+    fed = env.make_state([(5, 5), (5, 4), (5, 3)], apple=(5, 6), direction=RIGHT, hunger=19)
+    _, _, reward, terminated, truncated, _ = env.step(jax.random.key(0), fed, jnp.int32(RIGHT), params)
+    assert not bool(terminated | truncated) and float(reward) == 1.0
+
+
+def test_won_marks_the_full_board_only():
+    env, params = envs.make("snake", size=4)
+    path = [(0, 0), (0, 1), (0, 2), (0, 3), (1, 3), (1, 2), (1, 1), (1, 0), (2, 0), (2, 1), (2, 2), (2, 3)]
+    path += [(3, 3), (3, 2), (3, 1)]
+    full = env.make_state(path[::-1], apple=(3, 0), direction=LEFT)
+    assert bool(env.step(jax.random.key(0), full, jnp.int32(LEFT), params)[-1]["won"])
+    short = env.make_state(path[::-1][:5], apple=(3, 0), direction=LEFT)  # eats, but the board is not full
+    _, _, reward, _, _, info = env.step(jax.random.key(0), short, jnp.int32(LEFT), params)
+    assert float(reward) == 1.0 and not bool(info["won"])
+
+
+def test_eval_params_never_cut_a_legal_game_short(snake):
+    env, params = snake
+    assert int(env.eval_params(params.replace(hunger_limit=30)).hunger_limit) == 100
+    assert int(env.eval_params(params.replace(hunger_limit=250)).hunger_limit) == 250
+
+
+def test_ego_relative_snake_follows_the_same_rules_as_the_world_one(ego, snake):
+    """The same internal states under translated actions: the options change only what the agent sees and says."""
+    (env_e, params_e), (env_w, params_w) = ego, snake
+    n = 128
+    keys = jax.random.split(jax.random.key(8), n)
+    _, state = jax.vmap(env_e.reset, in_axes=(0, None))(keys, params_e.replace(mirror_prob=0.5))
+
+    def body(state, key):
+        act_key, step_key = jax.random.split(key)
+        turn = jax.random.randint(act_key, (n,), 0, 3)
+        world = (state.direction + jnp.where(state.mirrored, 1 - turn, turn - 1)) % 4
+        world = jnp.where(state.mirrored & (world & 1 == 1), 4 - world, world)  # as the mirrored world agent says it
+        keys = jax.random.split(step_key, n)
+        out_e = jax.vmap(env_e.step, in_axes=(0, 0, 0, None))(keys, state, turn, params_e)
+        out_w = jax.vmap(env_w.step, in_axes=(0, 0, 0, None))(keys, state, world, params_w)
+        same = jax.tree.map(lambda a, b: jnp.all(a == b), out_e[1], out_w[1])
+        counted = out_e[0][..., :2].sum(axis=(1, 2, 3)) == out_e[1].length  # head + body cells in view
+        return out_e[1], (jnp.array(jax.tree.leaves(same)).all(), counted.all(), out_e[2] == out_w[2])
+
+    _, (same, counted, rewards) = jax.lax.scan(body, state, jax.random.split(jax.random.key(9), 300))
+    assert bool(same.all()) and bool(counted.all()) and bool(rewards.all())
