@@ -273,7 +273,11 @@ def final_figures(history: list[dict[str, Any]], num_seeds: int, agents: int) ->
     last = episode.means(episode.from_dict(per_seed), agents)
     seeds = [episode.means(episode.from_dict({k: v[s] for k, v in per_seed.items()}), agents) for s in range(num_seeds)]
     out = {"final_return": last["episode_return"], "final_return_per_seed": [m["episode_return"] for m in seeds]}
-    for key, name in (("world_return", "final_world_return"), (episode.SCORE, "final_score")):
+    for key, name in (
+        ("world_return", "final_world_return"),
+        (episode.SCORE, "final_score"),
+        ("win_rate", "final_win_rate"),
+    ):
         if key in last:
             out[name] = last[key]
             out[f"{name}_per_seed"] = [m[key] for m in seeds]

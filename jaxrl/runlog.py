@@ -13,22 +13,6 @@ from typing import Any
 import numpy as np
 
 
-def episode_means(stats: dict[str, np.ndarray]) -> dict[str, float]:
-    """Means over finished episodes of per-update sums (any shape; NaN when none finished)."""
-    n = float(np.sum(stats["episodes"]))
-    worlds = float(np.sum(stats["world_episodes"])) if "world_episodes" in stats else n
-    out = {}
-    for key, name in (("return_sum", "episode_return"), ("length_sum", "episode_length")):
-        if key in stats:
-            out[name] = float(np.sum(stats[key])) / n if n else math.nan
-    if "world_episodes" in stats:  # several agents per world: episode_return is per agent
-        out["world_return"] = float(np.sum(stats["return_sum"])) / worlds if worlds else math.nan
-    if "score_sum" in stats:
-        out["score"] = float(np.sum(stats["score_sum"])) / worlds if worlds else math.nan
-    out["episodes"] = n
-    return out
-
-
 class MetricsCSV:
     """One row per chunk; the header is fixed by the first row.
 
@@ -139,6 +123,8 @@ class Progress:
         ]
         if "score" in means:
             parts.append(f"score {_fmt(means['score'])}")
+        if means.get("win_rate", 0) > 0:  # shown once the agent starts winning
+            parts.append(f"wins {100 * means['win_rate']:.0f}%")
         if phase is not None:
             parts.append(f"phase {phase}")
         if self.bar is not None:

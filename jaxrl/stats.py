@@ -17,6 +17,7 @@ import numpy as np
 from flax import struct
 
 SCORE = "score"  # an env may report info["score"] per world (Snake: apples eaten); it is averaged like the return
+WON = "won"  # an env may report info["won"] per world (Snake: a full board); averaged into a win rate
 
 
 @struct.dataclass
@@ -28,6 +29,7 @@ class EpisodeStats:
     length_sum: jax.Array  # () float32, their lengths summed
     world_episodes: jax.Array  # () float32, world episodes that ended (= episodes with one agent per world)
     score_sum: jax.Array | None = None  # () float32, info["score"] summed over ended worlds; None: no score
+    won_sum: jax.Array | None = None  # () float32, ended worlds whose info["won"] holds; None: no wins reported
 
     @classmethod
     def zeros_like(cls, stats: EpisodeStats) -> EpisodeStats:
@@ -72,13 +74,14 @@ def episode_step(
     """
     ep_return = ep_return + reward
     ep_length = ep_length + 1
-    score = info.get(SCORE)
+    score, won = info.get(SCORE), info.get(WON)
     stats = EpisodeStats(
         episodes=done.sum(dtype=jnp.float32),
         return_sum=jnp.where(done, ep_return, 0.0).sum(),
         length_sum=jnp.where(done, ep_length, 0).sum(dtype=jnp.float32),
         world_episodes=world_done.sum(dtype=jnp.float32),
         score_sum=None if score is None else jnp.where(world_done, score, 0).sum(dtype=jnp.float32),
+        won_sum=None if won is None else (world_done & won).sum(dtype=jnp.float32),
     )
     return jnp.where(done, 0.0, ep_return), jnp.where(done, 0, ep_length), stats
 
@@ -101,6 +104,7 @@ def from_dict(values: dict[str, Any]) -> EpisodeStats:
         length_sum=get("length_sum"),
         world_episodes=get("episodes") if world is None else world,
         score_sum=get("score_sum"),
+        won_sum=get("won_sum"),
     )
 
 
@@ -108,7 +112,7 @@ def means(stats: EpisodeStats, agents_per_world: int = 1) -> dict[str, float]:
     """Means over the finished episodes of summed stats (any shape; NaN where none finished).
 
     `episode_return` is per stream (per agent); with several agents per world `world_return`
-    (a world's return: the sum over its agents) is added. `score` is per world.
+    (a world's return: the sum over its agents) is added. `score` and `win_rate` are per world.
     """
     n = float(np.sum(stats.episodes))
     worlds = float(np.sum(stats.world_episodes))
@@ -118,5 +122,7 @@ def means(stats: EpisodeStats, agents_per_world: int = 1) -> dict[str, float]:
         out["world_return"] = per(stats.return_sum, worlds)
     if stats.score_sum is not None:
         out[SCORE] = per(stats.score_sum, worlds)
+    if stats.won_sum is not None:
+        out["win_rate"] = per(stats.won_sum, worlds)
     out["episodes"] = n
     return out

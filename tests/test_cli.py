@@ -37,11 +37,11 @@ def test_smoke_run_writes_the_run_directory(tmp_path, capsys):
     with open(run_dir / "metrics.csv") as f:
         rows = list(csv.DictReader(f))
     assert len(rows) == 2
-    for column in ("env_steps", "sps", "episode_return", "episode_length", "score"):
+    for column in ("env_steps", "sps", "episode_return", "episode_length", "score", "win_rate"):
         assert column in rows[0]
     assert int(rows[-1]["env_steps"]) == 4096
     summary = json.loads((run_dir / "summary.json").read_text())
-    for key in ("env_steps", "wall_s", "compile_s", "sps", "final_return", "final_score"):
+    for key in ("env_steps", "wall_s", "compile_s", "sps", "final_return", "final_score", "final_win_rate"):
         assert key in summary, key
     assert summary["env_steps"] == 2 * 4096 and summary["sps"] > 0
     assert len(summary["final_score_per_seed"]) == 2

@@ -122,3 +122,19 @@ def test_progress_is_a_live_bar_on_a_terminal_and_plain_lines_elsewhere(capsys, 
     live.update(500, 100.0, {"episode_return": 1.5})
     assert live.bar.n == 500
     live.close()
+
+
+def test_win_rate_counts_the_ended_worlds_that_won():
+    import jax.numpy as jnp
+
+    from jaxrl import stats
+
+    done = jnp.array([True, True, False, True])
+    won = jnp.array([True, False, True, False])  # the third did not end: its flag is not counted
+    info = {"score": jnp.array([97, 40, 3, 12]), "won": won}
+    zeros = jnp.zeros(4)
+    _, _, step = stats.episode_step(zeros, done, done, info, zeros, zeros.astype(jnp.int32))
+    means = stats.means(stats.from_dict(stats.as_dict(step)))
+    assert means["win_rate"] == pytest.approx(1 / 3) and means["score"] == pytest.approx(149 / 3)
+    without = stats.means(stats.from_dict(stats.as_dict(stats.episode_step(zeros, done, done, {}, zeros, zeros)[2])))
+    assert "win_rate" not in without and "score" not in without
