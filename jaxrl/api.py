@@ -23,7 +23,7 @@ from typing import Any
 
 from jaxrl.config import ConfigError, TrainConfig
 
-GROUPS = ("env", "algo", "preset")  # keys whose string value picks a config group
+GROUPS = ("env", "algo", "preset", "experiment")  # keys whose string value picks a config group
 
 
 # -- keyword arguments as command-line overrides ------------------------------------------------

@@ -30,10 +30,33 @@ def _register(env_name: str) -> None:
             cs.store(group="tuned", name=f"{algo}_{env_name}", node=dict(overrides), package="_global_")
 
 
-def _packaged_tuned() -> set[str]:
+def _packaged(group: str) -> dict[str, Any]:
+    """{name: file} of a packaged config group's yaml files (`tuned`, `preset`, `experiment`)."""
     from importlib.resources import files
 
-    return {p.name[: -len(".yaml")] for p in files("jaxrl.configs.tuned").iterdir() if p.name.endswith(".yaml")}
+    return {p.name[: -len(".yaml")]: p for p in files(f"jaxrl.configs.{group}").iterdir() if p.name.endswith(".yaml")}
+
+
+def _packaged_tuned() -> set[str]:
+    return set(_packaged("tuned"))
+
+
+def experiments() -> list[str]:
+    """Names of the shipped recipes (`experiment=NAME`)."""
+    return sorted(_packaged("experiment"))
+
+
+def experiment_groups(name: str) -> dict[str, str]:
+    """The env and algo an experiment's defaults list picks (`override /env: snake`), by group."""
+    from omegaconf import OmegaConf
+
+    picks = {}
+    for item in OmegaConf.create(_packaged("experiment")[name].read_text()).get("defaults", []):
+        for key, value in item.items() if hasattr(item, "items") else []:
+            group = str(key).removeprefix("override ").strip().lstrip("/")
+            if group in ("env", "algo"):
+                picks[group] = str(value)
+    return picks
 
 
 def env_schema(env_name: str) -> Any:
@@ -88,9 +111,22 @@ def compose_config(overrides: list[str]) -> tuple[TrainConfig, Any]:
     for item in overrides:
         if "=" not in item:
             raise UsageError(f"bad argument '{item}': expected key=value (see `python -m jaxrl.train --help`)")
-    env_name = _group_choice(overrides, "env") or DEFAULT_ENV
-    env_schema(env_name)
+    env_name = _group_choice(overrides, "env")
     algo = _group_choice(overrides, "algo")
+    experiment = _group_choice(overrides, "experiment")
+    if experiment is not None:
+        if experiment not in experiments():
+            raise UsageError(f"unknown experiment '{experiment}'; valid: {', '.join(experiments())}")
+        for group, value in experiment_groups(experiment).items():
+            given = env_name if group == "env" else algo
+            if given is not None and given != value:
+                raise UsageError(
+                    f"experiment={experiment} is a recipe for {group}={value}; it cannot run with {group}={given}"
+                )
+        env_name = env_name or experiment_groups(experiment).get("env")
+        algo = algo or experiment_groups(experiment).get("algo")
+    env_name = env_name or DEFAULT_ENV
+    env_schema(env_name)
     if algo is not None and algo not in algorithms():
         raise UsageError(f"unknown algo '{algo}'; valid: {', '.join(algorithms())}")
     preset = _group_choice(overrides, "preset")

@@ -101,6 +101,7 @@ class Torso(nn.Module):
     channels: Sequence[int]
     activation: str
     dtype: Any = jnp.float32  # compute dtype of every layer (parameters are float32)
+    layer_norm: bool = False  # LayerNorm between each dense layer and its activation
 
     @nn.compact
     def __call__(self, obs: jax.Array) -> jax.Array:
@@ -111,7 +112,8 @@ class Torso(nn.Module):
                 x = act(nn.Conv(c, (3, 3), padding="SAME", kernel_init=orthogonal(np.sqrt(2)), dtype=self.dtype)(x))
         x = x.reshape(x.shape[0], -1)
         for h in self.hidden:
-            x = act(_dense(h, dtype=self.dtype)(x))
+            x = _dense(h, dtype=self.dtype)(x)
+            x = act(nn.LayerNorm(dtype=self.dtype)(x) if self.layer_norm else x)
         return x
 
 
@@ -131,9 +133,11 @@ class ActorCritic(nn.Module):
     obs_ndim: int = 1  # dimensions of one observation, so batches of any rank work
     shared: bool = False
     dtype: Any = jnp.float32  # compute dtype of the layers; outputs and log_std are float32 whatever it is
+    layer_norm: bool = False  # LayerNorm in the torsos' dense layers
 
     def setup(self) -> None:
         kw = {"network": self.network, "hidden": self.hidden, "channels": self.channels, "activation": self.activation}
+        kw["layer_norm"] = self.layer_norm
         self.actor_torso = Torso(**kw, dtype=self.dtype)
         self.critic_torso = self.actor_torso if self.shared else Torso(**kw, dtype=self.dtype)
         self.policy_head = _dense(self.num_actions, 0.01, self.dtype)
@@ -170,12 +174,13 @@ class QNetwork(nn.Module):
     activation: str = "relu"
     obs_ndim: int = 1
     dtype: Any = jnp.float32  # compute dtype of the layers; Q-values are float32 whatever it is
+    layer_norm: bool = False  # LayerNorm in the torso's dense layers
 
     @nn.compact
     def __call__(self, obs: jax.Array) -> jax.Array:
         batch = obs.shape[: obs.ndim - self.obs_ndim]
         flat = obs.reshape((-1,) + obs.shape[obs.ndim - self.obs_ndim :])
-        x = Torso(self.network, self.hidden, self.channels, self.activation, self.dtype)(flat)
+        x = Torso(self.network, self.hidden, self.channels, self.activation, self.dtype, self.layer_norm)(flat)
         q = _dense(self.num_actions, 1.0, self.dtype)(x)
         return q.reshape(batch + (self.num_actions,)).astype(jnp.float32)
 

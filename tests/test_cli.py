@@ -90,6 +90,11 @@ def test_gymnax_id_runs(tmp_path):
         (["total_timesteps=1"], "total_timesteps=1 is below one update"),
         (["seed"], "bad argument 'seed': expected key=value"),
         (["preset=turbo"], "unknown preset 'turbo'; valid: fast, heavy, beast"),
+        (["experiment=snake_fast"], "unknown experiment 'snake_fast'; valid: snake_perfect"),
+        (
+            ["experiment=snake_perfect", "env=grid"],
+            "experiment=snake_perfect is a recipe for env=snake; it cannot run with env=grid",
+        ),
         (["preset=fast", "algo=dqn"], "preset=fast sets PPO's rollout and minibatches; it does not apply to algo=dqn"),
         (
             ["preset=fast", "num_envs=1000"],
@@ -246,3 +251,14 @@ def test_final_figures_reach_back_to_the_last_chunks_that_finished_an_episode():
     assert summary["final_return"] == 3.0 and summary["final_return_per_seed"] == [3.0]
     history[-1] = chunk(1, 7.0)  # an episode in the last 10%: only that span counts
     assert final_figures(history, num_seeds=1, agents=1)["final_return"] == 7.0
+
+
+def test_experiment_snake_perfect_is_a_whole_recipe_and_the_command_line_beats_it():
+    cfg, _ = compose_config(["experiment=snake_perfect"])
+    assert (cfg.env.name, cfg.algo.name, cfg.env.size) == ("snake", "ppo", 10)
+    assert (cfg.env.view, cfg.env.actions) == ("ego", "relative")
+    assert cfg.env.hunger_limit >= cfg.env.size**2  # a legal game is never cut short
+    plain, _ = compose_config([])
+    assert (plain.env.view, plain.num_envs) == ("world", 512)  # the default run is untouched
+    wins, _ = compose_config(["experiment=snake_perfect", "num_envs=64", "env.shaping=0", "algo.lr=1e-4"])
+    assert (wins.num_envs, wins.env.shaping, wins.algo.lr) == (64, 0.0, 1e-4)

@@ -117,3 +117,24 @@ def test_log_prob_and_entropy_against_hand_computed_numbers():
     (head_mean, head_log_std), _ = net.apply(net.init(jax.random.key(1), obs[:1]), obs)
     assert head_mean.shape == head_log_std.shape == (5, 2)
     np.testing.assert_array_equal(head_log_std, 0.0)
+
+
+def test_layer_norm_normalizes_each_hidden_layer_before_its_activation():
+    from jaxrl.networks import QNetwork, Torso
+
+    obs = jax.random.normal(jax.random.key(0), (8, 12)) * 50 + 7  # far from zero mean, unit scale
+    torso = Torso("mlp", (32, 16), (), "relu", layer_norm=True)
+    params = torso.init(jax.random.key(1), obs)
+    assert set(params["params"]) == {"Dense_0", "LayerNorm_0", "Dense_1", "LayerNorm_1"}
+    x = torso.apply(params, obs)
+    assert x.shape == (8, 16) and bool((x >= 0).all())
+    # Before the last activation each row has mean 0 and variance 1, so about half its units are positive.
+    assert 0.2 < float((x > 0).mean()) < 0.8 and float(jnp.abs(x).max()) < 5
+    plain = Torso("mlp", (32, 16), (), "relu").init(jax.random.key(1), obs)
+    assert "LayerNorm_0" not in plain["params"]
+    assert float(jnp.abs(Torso("mlp", (32, 16), (), "relu").apply(plain, obs)).max()) > 5  # unnormalized: large
+    q = QNetwork(3, hidden=(16,), layer_norm=True)
+    assert "LayerNorm_0" in q.init(jax.random.key(2), obs)["params"]["Torso_0"]
+    ac = ActorCritic(3, continuous=False, hidden=(16,), layer_norm=True)
+    ac_params = ac.init(jax.random.key(3), obs)["params"]
+    assert "LayerNorm_0" in ac_params["actor_torso"] and "LayerNorm_0" in ac_params["critic_torso"]

@@ -59,6 +59,7 @@ class DQNConfig:
     hidden: list[int] = field(default_factory=lambda: [120, 84])  # dense layer widths (after convs for cnn)
     channels: list[int] = field(default_factory=lambda: [16, 32])  # 3x3 conv channels (cnn only)
     activation: str = "relu"  # tanh | relu | gelu | silu
+    layer_norm: bool = False  # LayerNorm between each dense layer of the torso and its activation
 
     def validate(self, cfg: TrainConfig) -> None:
         """ConfigError naming the first DQN setting out of range, or a replay too small for one update."""
@@ -175,6 +176,7 @@ class DQN:
             activation=self.algo.activation,
             obs_ndim=len(self.obs_shape),
             dtype=compute_dtype(cfg.precision),  # parameters stay float32
+            layer_norm=self.algo.layer_norm,
         )
         self.vector_steps, self.gradient_steps = schedule(cfg.num_envs, self.algo.train_freq, self.algo.gradient_steps)
         self.buffer = ReplayBuffer.for_space(self.algo.buffer_size, self.vec.streams, obs_space)
@@ -248,7 +250,7 @@ class DQN:
 
     def initial_carry(self, batch: int) -> None:
         """Feed-forward Q-network: no carry."""
-        return None
+        return
 
     def policy_params(self, runner: DQNRunner) -> Any:
         return runner.params

@@ -51,6 +51,7 @@ class PPOConfig:
     channels: list[int] = field(default_factory=lambda: [16, 32])  # 3x3 conv channels (cnn only)
     activation: str = "tanh"  # tanh | relu | gelu | silu
     shared_torso: bool = False  # one torso for actor and critic (half the compute) instead of two
+    layer_norm: bool = False  # LayerNorm between each dense layer of the torso and its activation
 
     def validate(self, cfg: TrainConfig) -> None:
         """ConfigError naming the first PPO setting out of range or not dividing the rollout."""
@@ -200,6 +201,7 @@ class PPO:
             activation=self.algo.activation,
             obs_ndim=len(obs_shape),
             shared=self.algo.shared_torso,
+            layer_norm=self.algo.layer_norm,
             dtype=compute_dtype(cfg.precision),  # parameters stay float32
         )
         self.obs_shape = obs_shape
