@@ -2,11 +2,33 @@
 
 `python -m jaxrl.eval run_dir=DIR [episodes=100] [greedy=true] ...` and `Run.evaluate()` load
 the newest readable checkpoint (or `step=N`), play `episodes` episodes per seed in one
-compiled loop, report mean/median/max return (and score for Snake and the grid), write
-`eval.json` and, for envs that draw themselves (Snake, the grid), `replay.gif` of the best
-episode, re-simulated exactly. `render=terminal` plays that episode in the terminal instead.
+compiled loop, report the figures, write `eval.json` and, for envs that draw themselves
+(Snake, the grid), `replay.gif` of the best episode (best return, then best score),
+re-simulated exactly. `render=terminal` plays that episode in the terminal instead.
 With several agents per world an episode's return is the world's (the sum over its agents);
 `return_per_agent` is beside it.
+
+The env params played with are the ones the agent trained with last (a curriculum's final
+phase), passed through the env's `eval_params(params) -> params` where it has one: Snake's
+raises `hunger_limit` to at least size * size, so that hunger cannot cut a legal game short,
+and turns reward shaping off.
+
+eval.json (all figures over every seed's episodes):
+- `return`, `length`, and `score` for envs whose step info reports one (Snake's apples, the
+  grid's collected items): {"mean", "median", "min", "max"}; `return_per_seed`, `score_per_seed`.
+- `score_histogram`: {"bins": [min .. max score, every integer], "counts": [episodes per bin]}
+  (`plt.bar(h["bins"], h["counts"])`); non-integer scores get one bin per distinct value.
+- `wins`, `win_rate` and `win_rate_per_seed` for envs whose info reports `won` (Snake: a full board).
+- `unfinished`: episodes cut by the env's step limit; `best`: the replayed episode (seed,
+  episode, return, length, score, won).
+- `env_params`: the env params' scalar fields played with (a list where seeds differ) and
+  `env_params_changed`: {field: {"trained", "evaluated"}} for what `eval_params` changed.
+- `checkpoint_step`, `env`, `algo`, `episodes_per_seed`, `greedy`, `seed`, `run_dir`,
+  `seconds`, and `replay` (the GIF's path).
+
+The GIF's frames show the board with a strip below it: the step, the score so far (the return
+so far for envs without a score) and, on the last frame, the episode's end ("score 12 -> 13
+(won)"); the terminal replay prints the same line above each board.
 
 `play` and `record` act through the algorithm's stateful policy `(params, carry, obs, key) ->
 (carry, action)`, so a recurrent policy evaluates with the same code.
@@ -14,6 +36,7 @@ With several agents per world an episode's return is the world's (the sum over i
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import sys
 import time
@@ -41,6 +64,11 @@ USAGE = """usage: python -m jaxrl.eval run_dir=DIR [key=value ...]
   render=gif           gif: replay.gif of the best episode | terminal: play it in the terminal | none
   fps=10               frames per second of the replay
   out=PATH             where the GIF goes (default RUN_DIR/replay.gif)
+
+Prints mean, median, min and max of the return (and of the score, with the win rate, for
+envs that report them) and writes them to RUN_DIR/eval.json, with the score histogram and
+the env params played with (the env's eval_params: Snake's hunger limit is at least
+size * size). The replay shows the step and the score (or return) so far below the board.
 """
 
 DEFAULTS: dict[str, Any] = {
@@ -54,6 +82,9 @@ DEFAULTS: dict[str, Any] = {
     "out": None,
 }
 RENDERS = ("gif", "terminal", "none")
+EPISODE_INFO = ("score", "won")  # step info keys that describe the episode, carried to its end when the env has them
+STRIP_PIXELS = 28  # height of the caption strip below the GIF's board
+STRIP_BACKGROUND, STRIP_INK = (48, 48, 48), (235, 235, 235)  # grey: the strip stands apart from a black board
 
 
 def parse_args(argv: list[str]) -> dict[str, Any]:
@@ -87,21 +118,89 @@ def parse_args(argv: list[str]) -> dict[str, Any]:
 
 
 def describe(values: np.ndarray) -> dict[str, float]:
-    return {"mean": float(np.mean(values)), "median": float(np.median(values)), "max": float(np.max(values))}
+    """Mean, median, min and max of per-episode values."""
+    return {
+        "mean": float(np.mean(values)),
+        "median": float(np.median(values)),
+        "min": float(np.min(values)),
+        "max": float(np.max(values)),
+    }
 
 
-def save_gif(frames: np.ndarray, path: Path, fps: int) -> None:
+def histogram(scores: np.ndarray) -> dict[str, list]:
+    """{"bins", "counts"}: every integer from the lowest to the highest score (one bin per distinct
+    value where scores are not whole), and how many episodes ended with it."""
+    scores = np.asarray(scores).ravel()
+    if np.all(scores == np.round(scores)):
+        low, high = int(scores.min()), int(scores.max())
+        counts = np.bincount((scores - low).astype(np.int64), minlength=high - low + 1)
+        return {"bins": list(range(low, high + 1)), "counts": counts.tolist()}
+    bins, counts = np.unique(scores, return_counts=True)
+    return {"bins": bins.tolist(), "counts": counts.tolist()}
+
+
+def caption_strip(text: str, width: int) -> np.ndarray:
+    """(STRIP_PIXELS, width, 3) uint8: one line of text in Pillow's bitmap font, doubled where it fits."""
+    from PIL import Image, ImageDraw, ImageFont
+
+    font = getattr(ImageFont, "load_default_imagefont", ImageFont.load_default)()  # bitmap: no anti-aliasing
+    _, _, right, bottom = ImageDraw.Draw(Image.new("RGB", (1, 1))).textbbox((0, 0), text, font=font)
+    scale = 2 if 2 * right + 8 <= width else 1
+    small = Image.new("RGB", (-(-width // scale), STRIP_PIXELS // scale), STRIP_BACKGROUND)
+    ImageDraw.Draw(small).text((4 // scale, (STRIP_PIXELS // scale - bottom) // 2), text, font=font, fill=STRIP_INK)
+    return np.asarray(small).repeat(scale, axis=0).repeat(scale, axis=1)[:, :width]
+
+
+def save_gif(frames: np.ndarray, path: Path, fps: int, captions: list[str] | None = None) -> None:
+    """The frames upscaled to about GIF_PIXELS, each with its caption in a strip below the board."""
     from PIL import Image
 
-    images = [Image.fromarray(f) for f in upscale(frames, GIF_PIXELS)]
+    boards = upscale(frames, GIF_PIXELS)
+    if captions is not None:
+        boards = [np.concatenate([b, caption_strip(c, b.shape[1])]) for b, c in zip(boards, captions, strict=True)]
+    images = [Image.fromarray(b) for b in boards]
     tmp = path.with_suffix(".tmp.gif")
     images[0].save(tmp, save_all=True, append_images=images[1:], duration=int(1000 / fps), loop=0)
     tmp.replace(path)
 
 
+def captions(progress: dict[str, np.ndarray], best: dict[str, Any]) -> list[str]:
+    """One line per frame of the best episode: the step and the score (else the return) so far; the
+    last line adds the episode's end, which no frame shows (the step that ends it also resets)."""
+    length = best["length"]
+    name = "score" if "score" in best else "return"
+    number = (lambda v: f"{v:g}") if name == "score" else (lambda v: f"{v:.2f}")
+    lines = [f"step {t + 1}/{length}   {name} {number(progress[name][t])}" for t in range(length)]
+    lines[-1] += f" -> {number(best[name])}" + (" (won)" if best.get("won") else "")
+    return lines
+
+
 def default_max_steps(env_params: Any) -> int:
     """The env's own episode limit, else a generous guard."""
     return int(getattr(env_params, "max_steps_in_episode", 100_000))
+
+
+def params_for_eval(env: Any, trained: Any) -> Any:
+    """The env params to play with, per seed: the env's `eval_params` of the trained ones, where it has one."""
+    if not hasattr(env, "eval_params"):
+        return trained
+    evaluated = jax.vmap(env.eval_params)(trained)
+    return jax.tree.map(lambda new, old: jnp.asarray(new, old.dtype), evaluated, trained)  # dtypes as trained
+
+
+def scalar_fields(params: Any) -> dict[str, Any]:
+    """The scalar fields of per-seed env params as plain numbers for eval.json (a list where seeds differ)."""
+    if not dataclasses.is_dataclass(params):
+        return {}
+    out = {}
+    for field in dataclasses.fields(params):
+        values = np.asarray(getattr(params, field.name))
+        if values.ndim != 1:  # (seeds,) only: array-valued params are not figures
+            continue
+        # str() of a float32 is its shortest form: 0.99, not 0.9900000095367432.
+        plain = [v.item() if values.dtype.kind in "biu" else float(str(v)) for v in values]
+        out[field.name] = plain[0] if all(v == plain[0] for v in plain) else plain
+    return out
 
 
 def _start(env: Any, env_params: Any, key: jax.Array, num_episodes: int, carry: Any) -> dict[str, Any]:
@@ -117,6 +216,7 @@ def _start(env: Any, env_params: Any, key: jax.Array, num_episodes: int, carry: 
         "return": zeros,
         "length": jnp.zeros(num_episodes, jnp.int32),
         "score": zeros,
+        "won": jnp.zeros(num_episodes, bool),
         "carry": carry,
     }
 
@@ -138,7 +238,9 @@ def _advance(env: Any, env_params: Any, policy: PolicyFn, params: Any, c: dict[s
     alive = c["alive"]
     reward = reward.reshape(num_episodes, -1).sum(axis=1)
     ended = alive & (terminated | truncated)
-    score = jnp.where(ended, info["score"].astype(jnp.float32), c["score"]) if "score" in info else c["score"]
+    # The info of a live episode's step describes it (before any reset): the score so far, the final one at its end.
+    score = jnp.where(alive, info["score"].astype(jnp.float32), c["score"]) if "score" in info else c["score"]
+    won = c["won"] | (alive & info["won"]) if "won" in info else c["won"]
     return {
         "t": c["t"] + 1,
         "key": key,
@@ -148,18 +250,20 @@ def _advance(env: Any, env_params: Any, policy: PolicyFn, params: Any, c: dict[s
         "return": c["return"] + jnp.where(alive, reward, 0.0),
         "length": c["length"] + alive,
         "score": score,
+        "won": won,
         "carry": carry,
     }
 
 
-def reports_score(env: Any, env_params: Any) -> bool:
-    """Whether the env's step info carries a `score` (checked on shapes only)."""
+def episode_info(env: Any, env_params: Any) -> tuple[str, ...]:
+    """Which of EPISODE_INFO (`score`, `won`) the env's step info carries (checked on shapes only)."""
 
     def probe(key: jax.Array):
         _, state = env.reset(key, env_params)
         return env.step(key, state, env.action_space(env_params).sample(key), env_params)[-1]
 
-    return "score" in jax.eval_shape(probe, jax.random.key(0))
+    info = jax.eval_shape(probe, jax.random.key(0))
+    return tuple(name for name in EPISODE_INFO if name in info)
 
 
 def play(
@@ -175,7 +279,8 @@ def play(
     """`num_episodes` episodes side by side, one env each, acting with `policy(params, carry, obs, key)`.
 
     `carry` is the policy's initial carry for every stream (None: feed-forward). Returns
-    {"return", "length", "finished"} and "score" when the env reports one, each (num_episodes,).
+    {"return", "length", "finished"}, and "score" and "won" where the env's info reports them,
+    each (num_episodes,).
     """
     max_steps = default_max_steps(env_params) if max_steps is None else int(max_steps)
     out = jax.lax.while_loop(
@@ -184,7 +289,7 @@ def play(
         _start(env, env_params, key, num_episodes, carry),
     )
     result = {"return": out["return"], "length": out["length"], "finished": ~out["alive"]}
-    return {**result, "score": out["score"]} if reports_score(env, env_params) else result
+    return {**result, **{name: out[name] for name in episode_info(env, env_params)}}
 
 
 def record(
@@ -198,14 +303,17 @@ def record(
     length: int,
     render: Any,
     carry: Any = None,
-) -> jax.Array:
+) -> tuple[Any, dict[str, jax.Array]]:
     """Frames `render(state)` (any pytree) of episode `index` of the same `play(...)` call (same key, batch
-    and policy), one per step.
+    and policy), one per step, and its progress at each: {"return", "score"} so far, (length,).
 
     `length` is that episode's length from `play`; the frames show the state before each of
     its `length` actions (the auto-reset after the last one is not shown).
     """
-    pick = lambda c: render(jax.tree.map(lambda x: x[index], c["state"]))
+
+    def pick(c):
+        progress = {"return": c["return"][index], "score": c["score"][index]}
+        return render(jax.tree.map(lambda x: x[index], c["state"])), progress
 
     def step(c, _):
         c = _advance(env, env_params, policy, params, c)
@@ -234,33 +342,41 @@ def evaluate(
     step, runner, program = run.restore(step)
     env, algo, cfg = program.env, program.algo, run.config
     keys = jax.random.split(jax.random.key(seed), cfg.num_seeds)
-    # The env params the agent trained with last (a curriculum's final phase), carried in the runner.
-    env_params = jax.tree.map(lambda x: np.asarray(x[0]), runner.envs.params)
+    # The env params the agent trained with last (a curriculum's final phase), carried in the runner, per seed.
+    trained = runner.envs.params
+    env_params = params_for_eval(env, trained)
     policy, params = program.policy(greedy), algo.policy_params(runner)  # at the run's precision
     carry = algo.initial_carry(episodes * program.agents_per_world)
+    max_steps = default_max_steps(jax.tree.map(lambda x: np.asarray(x[0]), env_params))
 
     def one_seed(p, e, k):
-        return play(env, e, policy, p, k, episodes, default_max_steps(env_params), carry)
+        return play(env, e, policy, p, k, episodes, max_steps, carry)
 
     t0 = time.perf_counter()
-    played = jax.device_get(jax.jit(jax.vmap(one_seed))(params, runner.envs.params, keys))  # (seeds, episodes)
-    result = figures(played, cfg, step, episodes, greedy, seed, program.agents_per_world)
+    played = jax.device_get(jax.jit(jax.vmap(one_seed))(params, env_params, keys))  # (seeds, episodes)
+    header = {"checkpoint_step": step, "env": cfg.env.name, "algo": cfg.algo.name, "episodes_per_seed": episodes}
+    result = {**header, "greedy": greedy, "seed": seed, **figures(played, program.agents_per_world)}
+    result["env_params"] = scalar_fields(env_params)
+    before = scalar_fields(trained)
+    changed = {k: {"trained": before[k], "evaluated": v} for k, v in result["env_params"].items() if before.get(k) != v}
+    if changed:
+        result["env_params_changed"] = changed
     result.update(run_dir=str(run.run_dir), seconds=time.perf_counter() - t0)
-    best_seed, best = result["best"]["seed"], result["best"]["episode"]
     drawer = {"gif": "render_rgb", "terminal": "render_text"}.get(render)
     if drawer is not None and hasattr(env, drawer):
-        seed_params = jax.tree.map(lambda x: x[best_seed], params)
-        length = result["best"]["length"]
+        best = result["best"]
         draw = env.render_rgb if render == "gif" else (lambda s: s)  # states, drawn as text below
-        replay = lambda k: record(env, env_params, policy, seed_params, k, episodes, best, length, draw, carry)
-        frames = jax.device_get(jax.jit(replay)(keys[best_seed]))
+        replay = lambda k, p, e: record(env, e, policy, p, k, episodes, best["episode"], best["length"], draw, carry)
+        seed_trees = (jax.tree.map(lambda x: x[best["seed"]], tree) for tree in (params, env_params))
+        frames, progress = jax.device_get(jax.jit(replay)(keys[best["seed"]], *seed_trees))
+        lines = captions(progress, best)
         if render == "gif":
             path = Path(out).expanduser() if out else run.run_dir / "replay.gif"
             _keep_previous(path)
-            save_gif(np.asarray(frames), path, fps)
+            save_gif(np.asarray(frames), path, fps, lines)
             result["replay"] = str(path)
         else:
-            play_in_terminal(env, frames, length, fps)
+            play_in_terminal(env, frames, lines, fps)
     elif drawer is not None:
         result["replay"] = None
         how = "as a picture" if render == "gif" else "as text"
@@ -286,17 +402,9 @@ def _keep_previous(path: Path) -> None:
         print(f"note: the previous {path.name} is kept as {kept}", file=sys.stderr)
 
 
-def figures(
-    out: dict[str, np.ndarray], cfg: Any, step: int, episodes: int, greedy: bool, seed: int, agents: int
-) -> dict[str, Any]:
+def figures(out: dict[str, np.ndarray], agents: int = 1) -> dict[str, Any]:
     """eval.json's figures from `play`'s per-episode arrays (seeds, episodes)."""
     result: dict[str, Any] = {
-        "checkpoint_step": step,
-        "env": cfg.env.name,
-        "algo": cfg.algo.name,
-        "episodes_per_seed": episodes,
-        "greedy": greedy,
-        "seed": seed,
         "return": describe(out["return"]),
         "length": describe(out["length"]),
         "return_per_seed": out["return"].mean(axis=1).tolist(),
@@ -308,6 +416,11 @@ def figures(
     if "score" in out:
         result["score"] = describe(out["score"])
         result["score_per_seed"] = out["score"].mean(axis=1).tolist()
+        result["score_histogram"] = histogram(out["score"])
+    if "won" in out:
+        result["wins"] = int(out["won"].sum())
+        result["win_rate"] = float(out["won"].mean())
+        result["win_rate_per_seed"] = out["won"].mean(axis=1).tolist()
     score = out.get("score", np.zeros_like(out["return"]))
     order = np.lexsort((score.ravel(), out["return"].ravel()))  # best return, then best score
     seed_index, index = np.unravel_index(order[-1], out["return"].shape)
@@ -317,32 +430,35 @@ def figures(
         "return": float(out["return"][seed_index, index]),
         "length": int(out["length"][seed_index, index]),
     }
-    if "score" in out:
-        best["score"] = float(out["score"][seed_index, index])
+    for name, plain in (("score", float), ("won", bool)):
+        if name in out:
+            best[name] = plain(out[name][seed_index, index])
     result["best"] = best
     return result
 
 
-def play_in_terminal(env: Any, states: Any, length: int, fps: int) -> None:
-    import jax
-
-    for t in range(length):
+def play_in_terminal(env: Any, states: Any, captions: list[str], fps: int) -> None:
+    """The episode's boards as text, each under its caption line (step and score so far)."""
+    for t, caption in enumerate(captions):
         board = env.render_text(jax.tree.map(lambda x, t=t: x[t], states))
         sys.stdout.write("\x1b[H\x1b[2J" if sys.stdout.isatty() else "\n")
-        sys.stdout.write(f"step {t + 1}/{length}\n{board}\n")
+        sys.stdout.write(f"{caption}\n{board}\n")
         sys.stdout.flush()
         time.sleep(1.0 / fps)
 
 
+def _spread(figure: dict[str, float]) -> str:
+    return " | ".join(f"{k} {figure[k]:.2f}" for k in ("mean", "median", "min", "max"))
+
+
 def report(result: dict[str, Any]) -> None:
-    r = result["return"]
+    """The figures of eval.json as a few lines for the terminal."""
     label = f"world return ({result['agents_per_world']} agents)" if "return_per_agent" in result else "return"
-    line = f"{label} mean {r['mean']:.2f} | median {r['median']:.2f} | max {r['max']:.2f}"
+    line = f"{label} {_spread(result['return'])}"
     if "return_per_agent" in result:
         line += f" || per agent mean {result['return_per_agent']['mean']:.2f}"
-    if "score" in result:
-        s = result["score"]
-        line += f" || score mean {s['mean']:.2f} | median {s['median']:.2f} | max {s['max']:.2f}"
+    episodes = result["episodes_per_seed"] * len(result["return_per_seed"])
+    wins = f"wins {result['wins']}/{episodes} ({result['win_rate']:.1%})" if "wins" in result else None
     mode = "greedy" if result["greedy"] else "sampled"
     print(
         f"{result['env']} {result['algo']} checkpoint {result['checkpoint_step']:,} steps: "
@@ -350,8 +466,22 @@ def report(result: dict[str, Any]) -> None:
         f"in {result['seconds']:.1f}s"
     )
     print(line)
+    if "score" in result:
+        print(f"score {_spread(result['score'])}" + (f" || {wins}" if wins else ""))
+        hist = result["score_histogram"]
+        if len(hist["bins"]) <= 25:  # a longer one is for a plot (eval.json)
+            pairs = zip(hist["bins"], hist["counts"], strict=True)
+            print("score histogram (score:episodes): " + " ".join(f"{b:g}:{n}" for b, n in pairs))
+    elif wins:
+        print(wins)
     if len(result["return_per_seed"]) > 1:
         print("per seed return: " + " ".join(f"{v:.2f}" for v in result["return_per_seed"]))
+        if "win_rate_per_seed" in result:
+            print("per seed win rate: " + " ".join(f"{v:.1%}" for v in result["win_rate_per_seed"]))
+    if result.get("env_params_changed"):
+        changed = result["env_params_changed"].items()
+        changes = ", ".join(f"{k} {v['trained']} -> {v['evaluated']}" for k, v in changed)
+        print(f"note: evaluated with the env's eval_params: {changes}")
     if result["unfinished"]:
         print(f"note: {result['unfinished']} episodes hit the step limit of this evaluation and were cut")
     if result.get("replay"):
