@@ -72,8 +72,9 @@ class Snake(Env):
     Observation (`view`):
         `world`: `(size, size, 3)` uint8: channel 0 is 1 at the head, channel 1 is 1 on the
             other body cells, channel 2 is 1 at the apple.
-        `ego`: `(size + 2, size + 2, 4)` uint8: the board inside a one-cell wall border, turned
-            so that the snake always heads up (row-1); channels head, body, apple, wall.
+        `ego`: `(size, size, 3)` uint8, the same channels with the board turned so that the snake
+            always heads up (row-1). The walls lie just outside the view, on every side whatever
+            the turn (a wall channel would be constant: no information, and a quarter more input).
         A mirrored episode (see `mirror_prob`) sees its observation flipped left to right.
     Actions (`actions`):
         `absolute`: `Discrete(4)`: 0 up (row-1), 1 right (col+1), 2 down (row+1), 3 left
@@ -149,8 +150,7 @@ class Snake(Env):
         return spaces.Discrete(self.num_actions)
 
     def observation_space(self, params: EnvParams | None = None) -> spaces.Box:
-        shape = (self.size, self.size, 3) if self.view == "world" else (self.size + 2, self.size + 2, 4)
-        return spaces.Box(0, 1, shape, jnp.uint8)
+        return spaces.Box(0, 1, (self.size, self.size, 3), jnp.uint8)
 
     # -- bitboard helpers ---------------------------------------------------
 
@@ -333,19 +333,16 @@ class Snake(Env):
         # One code per cell, then a compare per channel. The world view is built on the flat cell
         # axis and reshaped last, which XLA vectorizes ~1.7x better than (size, size) planes.
         code = self._codes(state)
-        if self.view == "world":
-            flipped = code.reshape(self.size, self.size)[:, ::-1].reshape(-1)
-            code = jnp.where(state.mirrored, flipped, code)
-            channels = jnp.arange(1, 4, dtype=jnp.uint8)
-            return (code[:, None] == channels).astype(jnp.uint8).reshape(self.size, self.size, 3)
-        board = jnp.pad(code.reshape(self.size, self.size), 1, constant_values=4)  # 4: wall
-        # Turn the heading to up: rot90 by k quarter turns counterclockwise brings direction k (0 up,
-        # 1 right, 2 down, 3 left) to up. Four static turns and a select: no gather under vmap.
-        turns = [jnp.rot90(board, k) for k in range(4)]
-        turned = jnp.select([state.direction == k for k in range(3)], turns[:3], turns[3])
-        turned = jnp.where(state.mirrored, turned[:, ::-1], turned)
-        channels = jnp.arange(1, 5, dtype=jnp.uint8)
-        return (turned[..., None] == channels).astype(jnp.uint8)
+        if self.view == "ego":
+            # Turn the heading to up: rot90 by k quarter turns counterclockwise brings direction k
+            # (0 up, 1 right, 2 down, 3 left) to up. Static turns and a select: no gather under vmap.
+            board = code.reshape(self.size, self.size)
+            turns = [jnp.rot90(board, k).reshape(-1) for k in range(4)]
+            code = jnp.select([state.direction == k for k in range(3)], turns[:3], turns[3])
+        flipped = code.reshape(self.size, self.size)[:, ::-1].reshape(-1)
+        code = jnp.where(state.mirrored, flipped, code)
+        channels = jnp.arange(1, 4, dtype=jnp.uint8)
+        return (code[:, None] == channels).astype(jnp.uint8).reshape(self.size, self.size, 3)
 
     def is_truncated(self, state: EnvState, params: EnvParams) -> jax.Array:
         hungry = ~params.hunger_kills & (state.hunger >= params.hunger_limit)  # else a death, in step_env

@@ -238,16 +238,14 @@ def test_mirrored_absolute_actions_swap_left_and_right(snake):
 
 
 @pytest.mark.parametrize("direction", [UP, RIGHT, DOWN, LEFT])
-def test_ego_view_turns_the_heading_up_inside_a_wall(ego, direction):
+def test_ego_view_turns_the_heading_up(ego, direction):
     env, params = ego
-    assert env.observation_space(params).shape == (12, 12, 4)
+    assert env.observation_space(params).shape == (10, 10, 3)
     dr, dc = [(-1, 0), (0, 1), (1, 0), (0, -1)][direction]
     cells = [(5, 5), (5 - dr, 5 - dc), (5 - 2 * dr, 5 - 2 * dc)]
     ahead, left_of_head = (5 + dr, 5 + dc), (5 - dc, 5 + dr)  # rotating (dr, dc) a quarter counterclockwise
     state = env.make_state(cells, apple=ahead, direction=direction)
     obs = np.asarray(env.get_obs(state))
-    wall = obs[..., 3]
-    assert wall.sum() == 4 * 11 and (wall[0] == 1).all() and (wall[:, -1] == 1).all() and wall[1:-1, 1:-1].sum() == 0
     (head,) = np.argwhere(obs[..., 0])
     (apple,) = np.argwhere(obs[..., 2])
     assert tuple(apple) == (head[0] - 1, head[1])  # the cell ahead is up
@@ -259,6 +257,19 @@ def test_ego_view_turns_the_heading_up_inside_a_wall(ego, direction):
     # And turning left moves onto it.
     _, _, reward, _, info = step(env, params, state, TURN_LEFT)
     assert float(reward) == 1.0 and int(info["score"]) == 1
+
+
+@pytest.mark.parametrize("direction", [UP, RIGHT, DOWN, LEFT])
+def test_ego_view_puts_the_wall_ahead_at_the_top_edge(ego, direction):
+    """Heading into a wall, the head is on the view's top row, and going straight on dies."""
+    env, params = ego
+    edge = {UP: (0, 5), RIGHT: (5, 9), DOWN: (9, 5), LEFT: (5, 0)}[direction]
+    dr, dc = [(-1, 0), (0, 1), (1, 0), (0, -1)][direction]
+    cells = [edge, (edge[0] - dr, edge[1] - dc), (edge[0] - 2 * dr, edge[1] - 2 * dc)]
+    state = env.make_state(cells, apple=(4, 4), direction=direction)
+    (head,) = np.argwhere(np.asarray(env.get_obs(state))[..., 0])
+    assert head[0] == 0
+    assert bool(step(env, params, state, STRAIGHT)[3])
 
 
 def test_ego_view_mirrored_is_flipped_left_to_right(ego):
