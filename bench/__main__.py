@@ -2,7 +2,7 @@
 
     python -m bench                  # full mode: takes what it needs (21 minutes on a 2-core CPU)
     python -m bench --quick          # 6 minutes on a 2-core CPU
-    python -m bench --only env,train # some parts (env, train, memory, score, precision, runs)
+    python -m bench --only env,train # some parts (env, train, memory, score, precision, runs, parity)
     python -m bench --out DIR        # default bench/results/<machine>-<date>/
 
 Peers (Jumanji, navix, xminigrid, Stable-Baselines3) come with `pip install 'jaxrl[bench]'`;

@@ -67,7 +67,7 @@ Kept on purpose, as PureJaxRL has them:
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import flax.linen as nn
@@ -77,7 +77,7 @@ import optax
 from flax.struct import dataclass
 from flax.training.train_state import TrainState
 
-from bench.purejaxrl_ref import cli_args, compile_and_run, final_return, make_env
+from bench.purejaxrl_ref import cli_args, compile_and_run_seeds, final_return, make_env
 
 Config = dict[str, Any]
 
@@ -337,19 +337,26 @@ def make_train(config: Config) -> Callable[[jax.Array], dict[str, Any]]:
 
 def run_reference(env_name: str, seed: int, **overrides: Any) -> dict[str, float]:
     """Compile and run the reference once on `env_name`: steps/s, compile s, final return, run s, gradient steps."""
+    return run_references(env_name, [seed], **overrides)[0]
+
+
+def run_references(env_name: str, seeds: Sequence[int], **overrides: Any) -> list[dict[str, float]]:
+    """`run_reference`'s figures for each seed, the program compiled once (compile seconds are that one compile)."""
     unknown = set(overrides) - set(PUREJAXRL_DQN_CARTPOLE)
     if unknown:
         raise KeyError(f"unknown PureJaxRL DQN config keys: {sorted(unknown)}; known: {sorted(PUREJAXRL_DQN_CARTPOLE)}")
     config = {**PUREJAXRL_DQN_CARTPOLE, "ENV_NAME": env_name, **overrides}
-    out, compile_s, seconds = compile_and_run(make_train, config, seed)
     steps = int(config["TOTAL_TIMESTEPS"] // config["NUM_ENVS"]) * config["NUM_ENVS"]
-    return {
-        "sps": steps / seconds,  # the steps taken (whole vector steps), not the nominal budget
-        "compile_s": compile_s,
-        "final_return": final_return(out["metrics"]),
-        "seconds": seconds,
-        "gradient_steps": int(out["metrics"]["updates"][-1]),  # changes with NUM_ENVS: see `schedule`
-    }
+    return [
+        {
+            "sps": steps / seconds,  # the steps taken (whole vector steps), not the nominal budget
+            "compile_s": compile_s,
+            "final_return": final_return(out["metrics"]),
+            "seconds": seconds,
+            "gradient_steps": int(out["metrics"]["updates"][-1]),  # changes with NUM_ENVS: see `schedule`
+        }
+        for out, compile_s, seconds in compile_and_run_seeds(make_train, config, seeds)
+    ]
 
 
 def main() -> None:

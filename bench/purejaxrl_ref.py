@@ -18,6 +18,13 @@ Checked against PureJaxRL's own ppo.py patched for gymnax 1.0 (2-core CPU, jax 0
 same seed, the parameters after a full run at PureJaxRL's CartPole settings are bitwise equal on
 CartPole-v1 and Breakout-MinAtar, and the compiled programs have the same fusions.
 
+The training loop is `make_ppo`, which `bench/purejaxrl_ppo_continuous_ref.py` (PureJaxRL's
+ppo_continuous_action.py, the same loop) shares; `make_train` gives it the vector env, the
+network and the categorical policy. Splitting it out left the parameters after a run bitwise
+equal to before (CartPole-v1, and Acrobot-v1 without LR annealing; 2026-11-24).
+`final_return` is the figure the references report (and `bench --only parity` compares): the
+training-time mean return of the episodes that ended in the last 10% of the run.
+
 Differences from PureJaxRL's code:
 - gymnax 1.0's `step` returns six values `(obs, state, reward, terminated, truncated, info)`;
   PureJaxRL's expected five. As PureJaxRL-on-gymnax-1.0 does, the rollout stores
@@ -38,7 +45,7 @@ from __future__ import annotations
 import argparse
 import ast
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any, NamedTuple
 
 import flax.linen as nn
@@ -76,7 +83,7 @@ PUREJAXRL_CARTPOLE: Config = {
 # --- wrappers --------------------------------------------------------------------------------
 
 
-class _Wrapper:
+class Wrapper:
     """Forwards every attribute it does not define to the wrapped gymnax env."""
 
     def __init__(self, env: Any) -> None:
@@ -86,7 +93,7 @@ class _Wrapper:
         return getattr(self._env, name)
 
 
-class FlatObs(_Wrapper):
+class FlatObs(Wrapper):
     """Observations flattened to one axis (PureJaxRL's FlattenObservationWrapper); six-value step kept."""
 
     def observation_space(self, params: Any) -> spaces.Box:
@@ -118,7 +125,7 @@ class EpisodeLogState:
     timestep: jax.Array
 
 
-class EpisodeLog(_Wrapper):
+class EpisodeLog(Wrapper):
     """Episode figures in `info`, the way PureJaxRL's LogWrapper reports them.
 
     `info` gains `returned_episode_returns`/`_lengths` (the last finished episode's, held until
@@ -160,7 +167,7 @@ class EpisodeLog(_Wrapper):
 # --- network ---------------------------------------------------------------------------------
 
 
-def _dense(width: int, scale: float) -> nn.Dense:
+def dense(width: int, scale: float) -> nn.Dense:
     """A Dense layer with orthogonal(scale) kernel and zero bias (PureJaxRL's init)."""
     return nn.Dense(width, kernel_init=nn.initializers.orthogonal(scale), bias_init=nn.initializers.constant(0.0))
 
@@ -179,12 +186,12 @@ class ActorCritic(nn.Module):
         # PureJaxRL's order and the same init key gives the same initial weights.
         h = obs
         for _ in range(2):
-            h = act(_dense(64, np.sqrt(2))(h))
-        logits = _dense(self.num_actions, 0.01)(h)
+            h = act(dense(64, np.sqrt(2))(h))
+        logits = dense(self.num_actions, 0.01)(h)
         h = obs
         for _ in range(2):
-            h = act(_dense(64, np.sqrt(2))(h))
-        value = _dense(1, 1.0)(h)
+            h = act(dense(64, np.sqrt(2))(h))
+        value = dense(1, 1.0)(h)
         return logits, jnp.squeeze(value, axis=-1)
 
 
@@ -222,6 +229,34 @@ def entropy_of(log_probs: jax.Array) -> jax.Array:
 # --- training --------------------------------------------------------------------------------
 
 
+class Policy(NamedTuple):
+    """A policy head's distribution, used the way PureJaxRL uses its distrax object."""
+
+    sample: Callable[[jax.Array, Any], tuple[jax.Array, jax.Array]]  # (key, head) -> (action, log-prob)
+    evaluate: Callable[[Any, jax.Array], tuple[jax.Array, jax.Array]]  # (head, action) -> (log-prob, entropy)
+
+
+def categorical_evaluate(logits: jax.Array, action: jax.Array) -> tuple[jax.Array, jax.Array]:
+    """log pi(action) and the entropy of distrax.Categorical(logits), as PureJaxRL's loss computes them."""
+    log_probs = jax.nn.log_softmax(logits)
+    return log_prob_of(log_probs, action), entropy_of(jax.nn.log_softmax(log_probs))  # distrax re-normalises
+
+
+CATEGORICAL = Policy(sample=sample_action, evaluate=categorical_evaluate)
+
+
+class VecEnv(Wrapper):
+    """NUM_ENVS copies of the wrapped env as one (PureJaxRL's VecEnv): a key, state and action per env."""
+
+    def reset(self, keys: jax.Array, params: Any = None) -> tuple[jax.Array, Any]:
+        """Reset every env, one key each."""
+        return jax.vmap(self._env.reset, in_axes=(0, None))(keys, params)
+
+    def step(self, keys: jax.Array, state: Any, action: jax.Array, params: Any = None) -> tuple:
+        """Step every env, one key each; six values, each with a leading env axis."""
+        return jax.vmap(self._env.step, in_axes=(0, 0, 0, None))(keys, state, action, params)
+
+
 class Step(NamedTuple):
     """One rollout step of NUM_ENVS envs, as the update reads it."""
 
@@ -241,13 +276,20 @@ def make_env(env_name: str) -> tuple[EpisodeLog, Any]:
 
 
 def make_train(config: Config) -> Callable[[jax.Array], dict[str, Any]]:
-    """PureJaxRL's PPO as one pure function of a PRNG key (jit it whole)."""
+    """PureJaxRL's PPO (`ppo.py`) as one pure function of a PRNG key (jit it whole)."""
+    env, env_params = make_env(config["ENV_NAME"])
+    network = ActorCritic(env.action_space(env_params).n, activation=config["ACTIVATION"])
+    return make_ppo(config, VecEnv(env), env_params, network, CATEGORICAL)
+
+
+def make_ppo(config: Config, env: Any, env_params: Any, network: nn.Module, policy: Policy) -> Callable:
+    """PureJaxRL's PPO training loop, shared by `ppo.py` and `ppo_continuous_action.py`: `env` steps
+    all NUM_ENVS envs at once (six values, `info` with the episode figures), `network` gives
+    (policy head, value), `policy` turns the head into actions."""
     c = dict(config)
     num_updates = int(c["TOTAL_TIMESTEPS"] // c["NUM_STEPS"] // c["NUM_ENVS"])
     batch_size = c["NUM_STEPS"] * c["NUM_ENVS"]
     assert batch_size % c["NUM_MINIBATCHES"] == 0, "NUM_STEPS * NUM_ENVS must split into NUM_MINIBATCHES"
-    env, env_params = make_env(c["ENV_NAME"])
-    network = ActorCritic(env.action_space(env_params).n, activation=c["ACTIVATION"])
     gamma, lam, clip_eps = c["GAMMA"], c["GAE_LAMBDA"], c["CLIP_EPS"]
 
     def lr_schedule(count: jax.Array) -> jax.Array:
@@ -265,19 +307,17 @@ def make_train(config: Config) -> Callable[[jax.Array], dict[str, Any]]:
         params = network.init(init_key, jnp.zeros(env.observation_space(env_params).shape))
         state = TrainState.create(apply_fn=network.apply, params=params, tx=tx)
         key, reset_key = jax.random.split(key)
-        obs, env_state = jax.vmap(env.reset, in_axes=(0, None))(
-            jax.random.split(reset_key, c["NUM_ENVS"]), env_params
-        )
+        obs, env_state = env.reset(jax.random.split(reset_key, c["NUM_ENVS"]), env_params)
 
         def env_step(carry: tuple, _: None) -> tuple[tuple, Step]:
             state, env_state, obs, key = carry
             key, act_key = jax.random.split(key)
-            logits, value = network.apply(state.params, obs)
-            action, log_prob = sample_action(act_key, logits)
+            head, value = network.apply(state.params, obs)
+            action, log_prob = policy.sample(act_key, head)
             key, step_key = jax.random.split(key)
-            next_obs, env_state, reward, terminated, truncated, info = jax.vmap(
-                env.step, in_axes=(0, 0, 0, None)
-            )(jax.random.split(step_key, c["NUM_ENVS"]), env_state, action, env_params)
+            next_obs, env_state, reward, terminated, truncated, info = env.step(
+                jax.random.split(step_key, c["NUM_ENVS"]), env_state, action, env_params
+            )
             done = jnp.logical_or(terminated, truncated)
             return (state, env_state, next_obs, key), Step(obs, action, log_prob, value, reward, done, info)
 
@@ -291,16 +331,13 @@ def make_train(config: Config) -> Callable[[jax.Array], dict[str, Any]]:
                 adv = delta + gamma * lam * not_done * adv
                 return (adv, step.value), adv
 
-            _, advantages = jax.lax.scan(
-                back, (jnp.zeros_like(last_value), last_value), traj, reverse=True, unroll=16
-            )
+            _, advantages = jax.lax.scan(back, (jnp.zeros_like(last_value), last_value), traj, reverse=True, unroll=16)
             return advantages, advantages + traj.value
 
         def loss_fn(params: Any, mb: Step, adv: jax.Array, targets: jax.Array) -> tuple[jax.Array, tuple]:
             """Clipped PPO loss on one minibatch: actor + VF_COEF * value - ENT_COEF * entropy."""
-            logits, value = network.apply(params, mb.obs)
-            log_probs = jax.nn.log_softmax(logits)
-            log_prob = log_prob_of(log_probs, mb.action)
+            head, value = network.apply(params, mb.obs)
+            log_prob, entropy = policy.evaluate(head, mb.action)
 
             value_clipped = mb.value + jnp.clip(value - mb.value, -clip_eps, clip_eps)
             value_loss = 0.5 * jnp.maximum(jnp.square(value - targets), jnp.square(value_clipped - targets)).mean()
@@ -308,7 +345,7 @@ def make_train(config: Config) -> Callable[[jax.Array], dict[str, Any]]:
             ratio = jnp.exp(log_prob - mb.log_prob)
             adv = (adv - adv.mean()) / (adv.std() + 1e-8)  # normalised per minibatch
             actor_loss = -jnp.minimum(ratio * adv, jnp.clip(ratio, 1.0 - clip_eps, 1.0 + clip_eps) * adv).mean()
-            entropy = entropy_of(jax.nn.log_softmax(log_probs)).mean()  # distrax re-normalises here
+            entropy = entropy.mean()
 
             total = actor_loss + c["VF_COEF"] * value_loss - c["ENT_COEF"] * entropy
             return total, (value_loss, actor_loss, entropy)
@@ -332,9 +369,7 @@ def make_train(config: Config) -> Callable[[jax.Array], dict[str, Any]]:
                 # (steps, envs, ...) -> (batch, ...) -> shuffled -> (minibatches, minibatch, ...)
                 flat = jax.tree.map(lambda x: x.reshape((batch_size,) + x.shape[2:]), (traj, advantages, targets))
                 shuffled = jax.tree.map(lambda x: jnp.take(x, perm, axis=0), flat)
-                minibatches = jax.tree.map(
-                    lambda x: x.reshape((c["NUM_MINIBATCHES"], -1) + x.shape[1:]), shuffled
-                )
+                minibatches = jax.tree.map(lambda x: x.reshape((c["NUM_MINIBATCHES"], -1) + x.shape[1:]), shuffled)
                 state, losses = jax.lax.scan(minibatch_step, state, minibatches)
                 return (state, traj, advantages, targets, key), losses
 
@@ -352,21 +387,42 @@ def make_train(config: Config) -> Callable[[jax.Array], dict[str, Any]]:
 
 
 def final_return(metrics: dict[str, jax.Array]) -> float:
-    """Mean return of the episodes that ended in the last 10% of updates (NaN if none did)."""
-    n = metrics["returned_episode"].shape[0]
-    ended = np.asarray(metrics["returned_episode"][int(n * 0.9) :])
-    returns = np.asarray(metrics["returned_episode_returns"][int(n * 0.9) :])
-    return float((returns * ended).sum() / ended.sum()) if ended.any() else float("nan")
+    """Mean return of the episodes that ended in the last 10% of iterations (PPO's updates, DQN's vector
+    steps). When none ended there, the span is widened back to the last iteration that ended one, as
+    jaxrl's `summary.json` widens its span (long episodes, few iterations); NaN if none ever ended."""
+    ended = np.asarray(metrics["returned_episode"])
+    n = ended.shape[0]
+    start = int(n * 0.9)
+    ended_per_iteration = ended.reshape(n, -1).any(axis=1)
+    if not ended_per_iteration[start:].any():
+        if not ended_per_iteration.any():
+            return float("nan")
+        start = int(np.flatnonzero(ended_per_iteration)[-1])
+    returns = np.asarray(metrics["returned_episode_returns"][start:])
+    return float((returns * ended[start:]).sum() / ended[start:].sum())
 
 
 def run_reference(env_name: str, seed: int, **overrides: Any) -> dict[str, float]:
     """Compile and run the reference once on `env_name`: steps/s, compile seconds, final return, run seconds."""
+    return run_references(env_name, [seed], **overrides)[0]
+
+
+def run_references(env_name: str, seeds: Sequence[int], **overrides: Any) -> list[dict[str, float]]:
+    """`run_reference`'s figures for each seed, the program compiled once (compile seconds are that one compile)."""
     unknown = set(overrides) - set(PUREJAXRL_CARTPOLE)
     if unknown:
         raise KeyError(f"unknown PureJaxRL config keys: {sorted(unknown)}")
     config = {**PUREJAXRL_CARTPOLE, "ENV_NAME": env_name, **overrides}
-    out, compile_s, seconds = compile_and_run(make_train, config, seed)
-    steps = int(config["TOTAL_TIMESTEPS"] // config["NUM_STEPS"] // config["NUM_ENVS"]) * config["NUM_STEPS"] * config["NUM_ENVS"]
+    return [ppo_figures(config, *run) for run in compile_and_run_seeds(make_train, config, seeds)]
+
+
+def ppo_figures(config: Config, out: dict[str, Any], compile_s: float, seconds: float) -> dict[str, float]:
+    """Steps/s, compile seconds, final return and run seconds of one PPO reference run."""
+    steps = (
+        int(config["TOTAL_TIMESTEPS"] // config["NUM_STEPS"] // config["NUM_ENVS"])
+        * config["NUM_STEPS"]
+        * config["NUM_ENVS"]
+    )
     return {
         "sps": steps / seconds,  # the steps taken (whole updates), not the nominal budget
         "compile_s": compile_s,
@@ -378,19 +434,28 @@ def run_reference(env_name: str, seed: int, **overrides: Any) -> dict[str, float
 def compile_and_run(make: Callable[[Config], Callable], config: Config, seed: int) -> tuple[Any, float, float]:
     """`make(config)`'s train function compiled and run once from PRNGKey(seed), as PureJaxRL runs it:
     (its output, compile seconds, run seconds)."""
-    key = jax.random.PRNGKey(seed)
+    return next(compile_and_run_seeds(make, config, [seed]))
+
+
+def compile_and_run_seeds(
+    make: Callable[[Config], Callable], config: Config, seeds: Sequence[int]
+) -> Iterator[tuple[Any, float, float]]:
+    """`make(config)`'s train function compiled once, then run from PRNGKey(seed) for each seed in turn
+    (one seed a run, as PureJaxRL runs it): (output, compile seconds, run seconds) per seed."""
+    keys = [jax.random.PRNGKey(seed) for seed in seeds]
     t0 = time.perf_counter()
-    compiled = jax.jit(make(config)).lower(key).compile()
+    compiled = jax.jit(make(config)).lower(keys[0]).compile()
     compile_s = time.perf_counter() - t0
-    t0 = time.perf_counter()
-    out = jax.block_until_ready(compiled(key))
-    return out, compile_s, time.perf_counter() - t0
+    for key in keys:
+        t0 = time.perf_counter()
+        out = jax.block_until_ready(compiled(key))
+        yield out, compile_s, time.perf_counter() - t0
 
 
-def cli_args(example: str) -> tuple[str, int, Config]:
+def cli_args(example: str, default_env: str = "CartPole-v1") -> tuple[str, int, Config]:
     """--env, --seed and KEY=VALUE config overrides from the command line of a reference."""
     parser = argparse.ArgumentParser(description="Run a PureJaxRL-shaped reference once and print its figures")
-    parser.add_argument("--env", default="CartPole-v1", help="gymnax env id with a discrete action space")
+    parser.add_argument("--env", default=default_env, help="gymnax env id (its action space the reference's kind)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("overrides", nargs="*", help=f"PureJaxRL config overrides, KEY=VALUE (e.g. {example})")
     args = parser.parse_args()

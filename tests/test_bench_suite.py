@@ -61,6 +61,12 @@ def test_figures_are_the_ones_measured(smoke_run):
     assert train["series"]["jaxrl_ppo_snake"]["rows"][0]["sps"] > 0
     precision = json.loads((out / "precision.json").read_text())["result"]
     assert [r["precision"] for r in precision["rows"]] == ["fp32", "tf32", "bf16"]
+    parity = json.loads((out / "parity.json").read_text())["result"]
+    for row in parity["rows"]:
+        for side in ("jaxrl", "purejaxrl"):
+            values = row[side]["per_seed"]
+            assert len(values) == row["seeds"] and row[side]["mean"] == pytest.approx(sum(values) / len(values))
+        assert row["difference"] == pytest.approx(row["jaxrl"]["mean"] - row["purejaxrl"]["mean"])
 
 
 def test_a_second_run_keeps_the_first_runs_files(smoke_run):
