@@ -358,6 +358,13 @@ class Run:
         result = evaluate(self, episodes=episodes, greedy=greedy, render="gif", fps=fps, out=path)
         return Path(result["replay"])
 
+    def env(self) -> tuple[Any, Any]:
+        """(env, env_params) as the run's config builds them: the settings it trained with (a
+        curriculum's phases aside), so `run.policy` can act in it."""
+        from jaxrl.config import make_env
+
+        return make_env(self.config)
+
     @property
     def policy(self) -> Policy:
         """The greedy policy of seed 0 at the newest checkpoint (see `policy_of` for others)."""

@@ -68,7 +68,7 @@ class MetricsHook(Hook):
         from jaxrl.runlog import MetricsCSV, Progress, open_loggers
 
         total = ctx.program.num_updates * ctx.program.steps_per_update
-        self.progress = Progress(total, ctx.cfg.progress, start=ctx.env_steps)
+        self.progress = Progress(total, ctx.cfg.progress, start=ctx.env_steps, seeds=ctx.cfg.num_seeds)
         self.metrics = MetricsCSV(ctx.run_dir / "metrics.csv", keep_until=ctx.env_steps if ctx.resumed else None)
         config = OmegaConf.to_container(ctx.resolved, resolve=True)
         self.loggers = open_loggers(logger_names(ctx.cfg.logger), ctx.run_dir, ctx.cfg.wandb_project, config)

@@ -104,8 +104,9 @@ def in_notebook() -> bool:
 class Progress:
     """A live tqdm bar (`tqdm.auto`: a widget in a notebook, text on a terminal), plain periodic lines elsewhere (CI, logs)."""
 
-    def __init__(self, total_steps: int, live: bool, start: int = 0):
-        self.total = total_steps
+    def __init__(self, total_steps: int, live: bool, start: int = 0, seeds: int = 1):
+        self.total = total_steps  # env steps per seed, like `steps` in `update`
+        self.seeds = seeds  # `sps` counts every seed's steps
         self.live = live and (sys.stdout.isatty() or in_notebook())
         self.bar = None
         if self.live:
@@ -114,7 +115,7 @@ class Progress:
             self.bar = tqdm(total=total_steps, initial=start, unit="step", unit_scale=True, dynamic_ncols=True)
 
     def update(self, steps: int, sps: float, means: dict[str, float], phase: str | None = None) -> None:
-        left = (self.total - steps) / sps if sps > 0 else math.nan
+        left = (self.total - steps) * self.seeds / sps if sps > 0 else math.nan
         parts = [
             f"steps {_si(steps)}/{_si(self.total)} ({100 * steps / self.total:.0f}%)",
             f"{_si(sps)} steps/s",

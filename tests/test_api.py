@@ -51,6 +51,9 @@ def test_policy_acts_like_evaluation(cartpole):
     obs = jnp.zeros((3, 4), jnp.float32)
     carry, actions = policy(obs, jax.random.key(0))
     assert carry is None and actions.shape == (3,) and set(np.asarray(actions).tolist()) <= {0, 1}
+    env, params = cartpole.env()
+    obs, _ = env.reset(jax.random.key(2), params)
+    assert env.name == "CartPole-v1" and policy(obs[None], jax.random.key(3))[1].shape == (1,)
     sampled = cartpole.policy_of(greedy=False)
     _, a = sampled(jnp.zeros((2000, 4)), jax.random.key(1))
     assert 0 < float(np.mean(a)) < 1  # sampled, not argmax

@@ -115,6 +115,9 @@ def test_progress_is_a_live_bar_on_a_terminal_and_plain_lines_elsewhere(capsys, 
     plain.close()
     out = capsys.readouterr().out
     assert out.startswith("steps 500/1.00k (50%) | 100 steps/s | ETA 5s | return 1.50 | score 2.00")
+    seeds = runlog.Progress(1000, live=True, seeds=4)  # steps per seed, steps/s over all seeds
+    seeds.update(500, 100.0, {"episode_return": 1.5})
+    assert "| 100 steps/s | ETA 20s |" in capsys.readouterr().out
 
     monkeypatch.setattr("sys.stdout.isatty", lambda: True)
     live = runlog.Progress(1000, live=True, start=200)

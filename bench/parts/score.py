@@ -1,12 +1,14 @@
 """Time to score on Snake 10x10: wall-clock seconds until the mean score (apples per episode)
-reaches 5, 10, 20 and 30, for jaxrl's default config beside Stable-Baselines3 PPO with the seed
-guides' "fast" settings (16 SubprocVecEnv workers stepping the same Snake through
-`envs.to_gymnasium`), both under the same wall-clock cap.
+reaches each threshold, over several seeds, for jaxrl's default run and its `snake_perfect`
+recipe, beside Stable-Baselines3 PPO with the seed guides' "fast" settings (16 SubprocVecEnv
+workers stepping the same Snake through `envs.to_gymnasium`) under the default run's cap.
 
-jaxrl's clock starts when `jaxrl.train` is called (compile included); its points are the
-chunks of `metrics.csv` (mean score of the episodes that ended in the chunk). SB3's clock starts
-when its envs and model are built; its points are its rollouts (`bench/sb3_peer.score_curve`).
-A run that ends before the cap (jaxrl's default is 2.5e7 steps) is not extended.
+Each jaxrl seed is its own run, one after another, so each has the machine to itself and its
+own wall-clock: its clock starts when `jaxrl.train` is called (compile included) and its points
+are the chunks of `metrics.csv` (mean score of the episodes that ended in the chunk). The plot
+gives the mean over seeds and the range (min to max) at each moment; a seed counts from its
+first point on. SB3's clock starts when its envs and model are built; its points are its
+rollouts (`bench/sb3_peer.score_curve`). A run that ends before the cap is not extended.
 """
 
 from __future__ import annotations
@@ -14,117 +16,202 @@ from __future__ import annotations
 import math
 from typing import Any
 
+import numpy as np
+
 from bench.common import Context, fmt_rate, whole_run
 
 NAME = "score"
 TITLE = "Time to score on Snake 10x10"
-THRESHOLDS = (5, 10, 20, 30)
+THRESHOLDS = (5, 10, 20, 30, 40, 60, 90)
+GRID = 200  # moments on the wall-clock axis where the seeds' curves are compared
 
 
-def jaxrl_curve(total_timesteps: float, cap_s: float, seed: int = 0) -> dict[str, Any]:
-    summary, rows, elapsed = whole_run("snake", seed=seed, total_timesteps=total_timesteps)
+def recipes(ctx: Context) -> list[dict[str, Any]]:
+    """The jaxrl runs: label, command, settings, seeds and cap in this mode."""
+    smoke = {"total_timesteps": 20_000, "num_envs": 64, "num_chunks": 4}
+    return [
+        {
+            "label": "jaxrl default",
+            "command": "python -m jaxrl.train env=snake",
+            "settings": ctx.pick({**smoke, "algo.num_steps": 8}, {}, {}),
+            "seeds": ctx.pick(2, 2, 4),
+            "cap_s": ctx.pick(60.0, 90.0, 300.0),
+        },
+        {
+            "label": "jaxrl snake_perfect",
+            "command": "python -m jaxrl.train experiment=snake_perfect",
+            # quick mode stops it early (and its learning rate anneals over that shorter run)
+            "settings": {
+                "experiment": "snake_perfect",
+                **ctx.pick({**smoke, "algo.num_steps": 8, "algo.minibatch_size": 256}, {"total_timesteps": 3e6}, {}),
+            },
+            "seeds": ctx.pick(1, 1, 2),
+            "cap_s": ctx.pick(60.0, 240.0, 3600.0),
+        },
+    ]
+
+
+def jaxrl_seed(settings: dict[str, Any], seed: int, cap_s: float) -> dict[str, Any]:
+    summary, rows, elapsed = whole_run("snake", seed=seed, **settings)
     startup = max(0.0, elapsed - summary["wall_s"])  # config, env and run dir before compiling, final save after
     points = [
         [float(r["wall_s"]) + startup, int(float(r["env_steps"])), float(r["score"])]
         for r in rows
         if r.get("score") not in (None, "", "nan") and math.isfinite(float(r["score"]))
     ]
-    points = [p for p in points if p[0] <= cap_s]
     return {
-        "points": points,
+        "seed": seed,
+        "points": [p for p in points if p[0] <= cap_s],
         "steps": int(float(rows[-1]["env_steps"])) if rows else 0,
         "seconds": elapsed,
         "sps": summary["sps"],
         "compile_s": summary["compile_s"],
         "final_score": summary.get("final_score"),
-        "settings": {"config": "default (python -m jaxrl.train env=snake)", "total_timesteps": total_timesteps},
+        "final_win_rate": summary.get("final_win_rate"),
     }
 
 
-def reached(points: list[list[float]]) -> dict[str, float | None]:
-    """Seconds at which the mean score first reaches each threshold (None: not within the run)."""
-    return {str(t): next((p[0] for p in points if p[2] >= t), None) for t in THRESHOLDS}
+def spread(runs: list[dict[str, Any]], cap_s: float) -> dict[str, list[float | None]]:
+    """Mean, min and max over seeds of the latest score each seed has shown, on a grid of moments
+    from 0 to the cap (None before every seed has a point)."""
+    times = np.linspace(0, cap_s, GRID + 1)[1:]
+    table = np.full((len(runs), len(times)), np.nan)
+    for i, run in enumerate(runs):
+        if run["points"]:
+            at, _, score = (np.array(v, float) for v in zip(*run["points"], strict=True))
+            index = np.searchsorted(at, times, side="right") - 1
+            table[i] = np.where(index >= 0, score[np.maximum(index, 0)], np.nan)
+    complete = ~np.isnan(table).any(axis=0)
+    pick = lambda f: [float(v) if ok else None for v, ok in zip(f(np.nan_to_num(table), axis=0), complete, strict=True)]
+    return {"t": times.tolist(), "mean": pick(np.mean), "min": pick(np.min), "max": pick(np.max)}
+
+
+def reached(times: list[float], values: list[float | None]) -> dict[str, float | None]:
+    """Seconds at which a curve first reaches each threshold (None: not within the run)."""
+    return {
+        str(t): next((s for s, v in zip(times, values, strict=True) if v is not None and v >= t), None)
+        for t in THRESHOLDS
+    }
 
 
 def run(ctx: Context) -> dict[str, Any]:
-    cap = ctx.pick(12.0, 60.0, 240.0, 120.0)
-    total = ctx.pick(20_000, 1e7, 2.5e7, 2.5e7)
-    out: dict[str, Any] = {"cap_s": cap, "curves": {}}
-    curve = jaxrl_curve(total, cap)
-    curve["reached"] = reached(curve["points"])
-    out["curves"]["jaxrl PPO (default config)"] = curve
-    ctx.say(
-        f"jaxrl: {curve['steps']:,} steps in {curve['seconds']:.0f} s, final score {curve['final_score']}, reached {curve['reached']}"
-    )
+    out: dict[str, Any] = {"curves": {}}
+    for recipe in recipes(ctx):
+        runs = []
+        for seed in range(recipe["seeds"]):
+            runs.append(jaxrl_seed(recipe["settings"], seed, recipe["cap_s"]))
+            last = runs[-1]
+            ctx.say(
+                f"{recipe['label']} seed {seed}: {last['steps']:,} steps in {last['seconds']:.0f} s, "
+                f"final score {last['final_score']}"
+            )
+        curve = {**recipe, "runs": runs, "spread": spread(runs, recipe["cap_s"])}
+        curve["reached"] = reached(curve["spread"]["t"], curve["spread"]["mean"])
+        out["curves"][recipe["label"]] = curve
     from bench import sb3_peer
 
     missing = sb3_peer.available()
     if missing:
         ctx.skip(f"Stable-Baselines3: {missing}")
     else:
-        n_envs = ctx.pick(2, 16, 16)
+        n_envs, cap = ctx.pick(2, 16, 16), out["curves"]["jaxrl default"]["cap_s"]
         sb3 = sb3_peer.score_curve(cap, seed=0, n_envs=n_envs, vec="subproc")
-        sb3["reached"] = reached(sb3["points"])
+        times = [p[0] for p in sb3["points"]]
+        sb3.update(cap_s=cap, seeds=1, command=f"SB3 PPO, seed guides' fast, {n_envs} SubprocVecEnv")
+        sb3["reached"] = reached(times, [p[2] for p in sb3["points"]])
         out["curves"][f"SB3 PPO (seed guides' fast, {n_envs} SubprocVecEnv)"] = sb3
-        last = sb3["points"][-1][2] if sb3["points"] else None
-        ctx.say(
-            f"SB3: {sb3['steps']:,} steps in {sb3['seconds']:.0f} s, last mean score {last}, reached {sb3['reached']}"
-        )
+        best = max((p[2] for p in sb3["points"]), default=None)
+        ctx.say(f"SB3: {sb3['steps']:,} steps in {sb3['seconds']:.0f} s, best mean score {best}")
     out["headlines"] = headlines(out)
     return out
 
 
+def finals(curve: dict[str, Any]) -> list[float]:
+    """Each seed's final score (jaxrl), or SB3's best mean score (none: no episode ended)."""
+    if "runs" in curve:
+        return [r["final_score"] for r in curve["runs"] if r["final_score"] is not None]
+    return [max(p[2] for p in curve["points"])] if curve["points"] else []
+
+
 def describe_reach(curve: dict[str, Any]) -> str:
     got = [f"{t} in {s:.0f} s" for t, s in curve["reached"].items() if s is not None]
-    best = max((p[2] for p in curve["points"]), default=None)
     text = ", ".join(got) if got else "no threshold"
-    return text + (f" (best mean score {best:.1f})" if best is not None else " (no episode ended)")
+    scores = finals(curve)
+    if not scores:
+        return f"{text} (no episode ended)"
+    if "runs" in curve:
+        return f"{text}; final score {np.mean(scores):.1f} (seeds {min(scores):.1f}-{max(scores):.1f}, {len(scores)} seeds)"
+    return f"{text} (best mean score {scores[0]:.1f})"
 
 
 def headlines(out: dict[str, Any]) -> list[dict[str, str]]:
     return [
-        {"what": f"time to score, {name}, cap {out['cap_s']:.0f} s", "figure": describe_reach(c)}
+        {"what": f"time to score, {name}, cap {c.get('cap_s', out.get('cap_s')):.0f} s", "figure": describe_reach(c)}
         for name, c in out["curves"].items()
     ]
 
 
 def report(result: dict[str, Any]) -> str:
-    md = [f"Wall-clock cap {result['cap_s']:.0f} s for both.", ""]
-    head = ["trainer", *[f"score {t}" for t in THRESHOLDS], "best mean score", "env steps", "steps/s"]
+    intro = "Time for the mean over seeds to reach each score; each jaxrl seed is its own run (its own clock)."
+    md = [intro, ""]
+    head = ["trainer", "seeds", "cap", *[f"score {t}" for t in THRESHOLDS], "final score (range)", "steps/s"]
     md += ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for name, c in result["curves"].items():
-        cells = [name] + [
-            ("-" if c["reached"][str(t)] is None else f"{c['reached'][str(t)]:.0f} s") for t in THRESHOLDS
-        ]
-        best = max((p[2] for p in c["points"]), default=None)
-        sps = c.get("sps") or (c["steps"] / c["seconds"] if c["seconds"] else None)
-        cells += ["-" if best is None else f"{best:.1f}", f"{c['steps']:,}", fmt_rate(sps)]
+        cap = c.get("cap_s", result.get("cap_s"))  # results written before issue 16 had one cap and one seed
+        cells = [name, str(c.get("seeds", 1)), f"{cap:.0f} s"]
+        cells += [("-" if c["reached"].get(str(t)) is None else f"{c['reached'][str(t)]:.0f} s") for t in THRESHOLDS]
+        scores = finals(c)
+        cells.append(f"{np.mean(scores):.1f} ({min(scores):.1f}-{max(scores):.1f})" if scores else "-")
+        if "runs" in c:
+            sps = float(np.mean([r["sps"] for r in c["runs"]]))
+        else:
+            sps = c["steps"] / c["seconds"] if c["seconds"] else None
+        cells.append(fmt_rate(sps))
         md.append("| " + " | ".join(cells) + " |")
-    names = list(result["curves"])
-    if len(names) == 2:
-        a, b = (result["curves"][n]["reached"] for n in names)
-        ratios = [f"{t}: {b[str(t)] / a[str(t)]:.0f}x" for t in THRESHOLDS if a[str(t)] and b[str(t)]]
+    default, sb3 = (
+        result["curves"].get("jaxrl default"),
+        next((c for n, c in result["curves"].items() if n.startswith("SB3")), None),
+    )
+    if default and sb3:
+        ratios = [
+            f"{t}: {sb3['reached'][str(t)] / default['reached'][str(t)]:.0f}x"
+            for t in THRESHOLDS
+            if default["reached"].get(str(t)) and sb3["reached"].get(str(t))
+        ]
         if ratios:
-            md += ["", "SB3's time over jaxrl's, per threshold: " + ", ".join(ratios) + "."]
+            md += ["", "SB3's time over jaxrl's default, per score: " + ", ".join(ratios) + "."]
     return "\n".join(md) + "\n"
 
 
 def plot(result: dict[str, Any], axes_title: str, path) -> None:
     import matplotlib.pyplot as plt
 
-    fig, ax = plt.subplots(figsize=(8, 4.6))
+    fig, ax = plt.subplots(figsize=(8.5, 4.8))
+    cap = max(c.get("cap_s", result.get("cap_s", 0)) for c in result["curves"].values())
     for name, c in result["curves"].items():
-        if c["points"]:
+        if "spread" in c:
+            s = c["spread"]
+            t = [x for x, m in zip(s["t"], s["mean"], strict=True) if m is not None]
+            if not t:
+                continue
+            low = [v for v in s["min"] if v is not None]
+            high = [v for v in s["max"] if v is not None]
+            mean = [v for v in s["mean"] if v is not None]
+            (line,) = ax.plot(t, mean, label=f"{name}: mean of {c['seeds']} seeds")
+            ax.fill_between(t, low, high, color=line.get_color(), alpha=0.2, lw=0)
+        elif c["points"]:
             xs, _, ys = zip(*c["points"], strict=True)
             ax.plot(xs, ys, marker=".", label=name)
     for t in THRESHOLDS:
         ax.axhline(t, color="grey", lw=0.6, ls=":")
-    ax.set_xlabel("wall-clock seconds (compile / process start included)")
+    ax.set_xscale("symlog", linthresh=60)
+    ax.set_xlabel("wall-clock seconds per run (compile included); linear to 60 s, then log")
     ax.set_ylabel("mean score (apples per episode)")
-    ax.set_xlim(0, result["cap_s"])
+    ax.set_xlim(0, cap)
     ax.grid(True, alpha=0.3)
-    ax.legend(fontsize=8)
-    ax.set_title(f"Snake 10x10: score against wall-clock - {axes_title}", fontsize=10)
+    if ax.get_legend_handles_labels()[0]:
+        ax.legend(fontsize=8)
+    ax.set_title(f"Snake 10x10: score against wall-clock, range over seeds shaded - {axes_title}", fontsize=10)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
