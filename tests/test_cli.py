@@ -259,6 +259,6 @@ def test_experiment_snake_perfect_is_a_whole_recipe_and_the_command_line_beats_i
     assert (cfg.env.view, cfg.env.actions) == ("ego", "relative")
     assert cfg.env.hunger_limit >= cfg.env.size**2  # a legal game is never cut short
     plain, _ = compose_config([])
-    assert (plain.env.view, plain.num_envs) == ("world", 512)  # the default run is untouched
-    wins, _ = compose_config(["experiment=snake_perfect", "num_envs=64", "env.shaping=0", "algo.lr=1e-4"])
-    assert (wins.num_envs, wins.env.shaping, wins.algo.lr) == (64, 0.0, 1e-4)
+    assert (plain.env.hunger_kills, plain.algo.hidden) == (None, [128, 128])  # the default run is untouched
+    wins, _ = compose_config(["experiment=snake_perfect", "num_envs=256", "env.shaping=0", "algo.lr=1e-4"])
+    assert (wins.num_envs, wins.env.shaping, wins.algo.lr) == (256, 0.0, 1e-4)

@@ -276,6 +276,7 @@ def snake_boards(env: Snake, params: dict, rng: np.random.Generator, count: int,
         link_hi=pack_cells(hi, words),
         time=time_.astype(np.int32),
         hunger=hunger.astype(np.int32),
+        mirrored=np.zeros(count, bool),  # what the agent sees, not the rules these checks cover
         **fields,
     )
 
