@@ -77,7 +77,7 @@ import optax
 from flax.struct import dataclass
 from flax.training.train_state import TrainState
 
-from bench.purejaxrl_ref import cli_args, compile_and_run_seeds, final_return, make_env
+from bench.purejaxrl_ref import cli_args, compile_and_run_seeds, config_for, final_return, make_env
 
 Config = dict[str, Any]
 
@@ -342,10 +342,7 @@ def run_reference(env_name: str, seed: int, **overrides: Any) -> dict[str, float
 
 def run_references(env_name: str, seeds: Sequence[int], **overrides: Any) -> list[dict[str, float]]:
     """`run_reference`'s figures for each seed, the program compiled once (compile seconds are that one compile)."""
-    unknown = set(overrides) - set(PUREJAXRL_DQN_CARTPOLE)
-    if unknown:
-        raise KeyError(f"unknown PureJaxRL DQN config keys: {sorted(unknown)}; known: {sorted(PUREJAXRL_DQN_CARTPOLE)}")
-    config = {**PUREJAXRL_DQN_CARTPOLE, "ENV_NAME": env_name, **overrides}
+    config = config_for(PUREJAXRL_DQN_CARTPOLE, env_name, overrides)
     steps = int(config["TOTAL_TIMESTEPS"] // config["NUM_ENVS"]) * config["NUM_ENVS"]
     return [
         {

@@ -62,6 +62,7 @@ from bench.purejaxrl_ref import (
     Wrapper,
     cli_args,
     compile_and_run_seeds,
+    config_for,
     dense,
     make_ppo,
     ppo_figures,
@@ -259,10 +260,7 @@ def run_reference(env_name: str, seed: int, **overrides: Any) -> dict[str, float
 
 def run_references(env_name: str, seeds: Sequence[int], **overrides: Any) -> list[dict[str, float]]:
     """`run_reference`'s figures for each seed, the program compiled once (compile seconds are that one compile)."""
-    unknown = set(overrides) - set(PUREJAXRL_CONTINUOUS)
-    if unknown:
-        raise KeyError(f"unknown PureJaxRL config keys: {sorted(unknown)}; known: {sorted(PUREJAXRL_CONTINUOUS)}")
-    config = {**PUREJAXRL_CONTINUOUS, "ENV_NAME": env_name, **overrides}
+    config = config_for(PUREJAXRL_CONTINUOUS, env_name, overrides)
     return [ppo_figures(config, *run) for run in compile_and_run_seeds(make_train, config, seeds)]
 
 

@@ -409,11 +409,16 @@ def run_reference(env_name: str, seed: int, **overrides: Any) -> dict[str, float
 
 def run_references(env_name: str, seeds: Sequence[int], **overrides: Any) -> list[dict[str, float]]:
     """`run_reference`'s figures for each seed, the program compiled once (compile seconds are that one compile)."""
-    unknown = set(overrides) - set(PUREJAXRL_CARTPOLE)
-    if unknown:
-        raise KeyError(f"unknown PureJaxRL config keys: {sorted(unknown)}")
-    config = {**PUREJAXRL_CARTPOLE, "ENV_NAME": env_name, **overrides}
+    config = config_for(PUREJAXRL_CARTPOLE, env_name, overrides)
     return [ppo_figures(config, *run) for run in compile_and_run_seeds(make_train, config, seeds)]
+
+
+def config_for(defaults: Config, env_name: str, overrides: dict[str, Any]) -> Config:
+    """A reference's config: its PureJaxRL defaults, the env and overrides (KeyError naming unknown keys)."""
+    unknown = set(overrides) - set(defaults)
+    if unknown:
+        raise KeyError(f"unknown PureJaxRL config keys: {sorted(unknown)}; known: {sorted(defaults)}")
+    return {**defaults, "ENV_NAME": env_name, **overrides}
 
 
 def ppo_figures(config: Config, out: dict[str, Any], compile_s: float, seconds: float) -> dict[str, float]:

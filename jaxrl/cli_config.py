@@ -117,14 +117,14 @@ def compose_config(overrides: list[str]) -> tuple[TrainConfig, Any]:
     if experiment is not None:
         if experiment not in experiments():
             raise UsageError(f"unknown experiment '{experiment}'; valid: {', '.join(experiments())}")
-        for group, value in experiment_groups(experiment).items():
+        picks = experiment_groups(experiment)
+        for group, value in picks.items():
             given = env_name if group == "env" else algo
             if given is not None and given != value:
                 raise UsageError(
                     f"experiment={experiment} is a recipe for {group}={value}; it cannot run with {group}={given}"
                 )
-        env_name = env_name or experiment_groups(experiment).get("env")
-        algo = algo or experiment_groups(experiment).get("algo")
+        env_name, algo = env_name or picks.get("env"), algo or picks.get("algo")
     env_name = env_name or DEFAULT_ENV
     env_schema(env_name)
     if algo is not None and algo not in algorithms():
