@@ -68,6 +68,15 @@ def quiet():
 def whole_run(env: str, **settings: Any) -> tuple[dict[str, Any], list[dict[str, str]], float]:
     """One quiet `jaxrl.train` run in a scratch run directory: (its summary, its metrics.csv rows,
     seconds from the call to its return, compile and the final save included)."""
+    summary, rows, elapsed, _ = evaluated_run(env, 0, **settings)
+    return summary, rows, elapsed
+
+
+def evaluated_run(
+    env: str, episodes: int, **settings: Any
+) -> tuple[dict[str, Any], list[dict[str, str]], float, dict[str, Any] | None]:
+    """`whole_run`, then (episodes > 0) a greedy evaluation of its final checkpoint: `Run.evaluate`'s
+    eval.json figures, plus the seconds it took (not counted in the run's seconds)."""
     import csv
     import tempfile
 
@@ -78,7 +87,13 @@ def whole_run(env: str, **settings: Any) -> tuple[dict[str, Any], list[dict[str,
         run = jaxrl.train(env=env, run_dir=Path(tmp) / "run", progress=False, **settings)
         elapsed = time.perf_counter() - t0
         with open(run.run_dir / "metrics.csv", newline="") as f:
-            return run.summary, list(csv.DictReader(f)), elapsed
+            rows = list(csv.DictReader(f))
+        figures = None
+        if episodes > 0:
+            t0 = time.perf_counter()
+            figures = run.evaluate(episodes=episodes, greedy=True)
+            figures["seconds"] = time.perf_counter() - t0
+        return run.summary, rows, elapsed, figures
 
 
 def log_axes(ax, title: str, xlabel: str, ylabel: str, log_y: bool = True) -> None:

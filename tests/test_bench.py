@@ -54,3 +54,16 @@ def test_the_reference_refuses_a_config_key_purejaxrl_does_not_have():
 
     with pytest.raises(KeyError, match="NUM_ENV"):
         run_reference("CartPole-v1", 0, NUM_ENV=8)  # a typo must not silently train the default
+
+
+def test_snake_perfect_target_needs_score_wins_and_the_cap_on_each_seed():
+    from bench.parts.score import PERFECT_TARGET, meets
+
+    def seed(score, win_rate, seconds):
+        return {"greedy": {"score_mean": score, "win_rate": win_rate}, "seconds": seconds, "cap_s": 3600.0}
+
+    assert meets(seed(94.1, 0.96, 3530), PERFECT_TARGET)
+    assert meets(seed(90.0, 0.5, 3600), PERFECT_TARGET)  # the bounds count
+    assert not meets(seed(89.9, 0.9, 3000), PERFECT_TARGET)  # score short
+    assert not meets(seed(95.0, 0.49, 3000), PERFECT_TARGET)  # too few wins
+    assert not meets(seed(97.0, 1.0, 3601), PERFECT_TARGET)  # past the hour

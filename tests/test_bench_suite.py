@@ -67,6 +67,16 @@ def test_figures_are_the_ones_measured(smoke_run):
             values = row[side]["per_seed"]
             assert len(values) == row["seeds"] and row[side]["mean"] == pytest.approx(sum(values) / len(values))
         assert row["difference"] == pytest.approx(row["jaxrl"]["mean"] - row["purejaxrl"]["mean"])
+    score = json.loads((out / "score.json").read_text())["result"]
+    for curve in (c for c in score["curves"].values() if "runs" in c):
+        for run in curve["runs"]:  # each seed's final checkpoint played greedy episodes
+            greedy = run["greedy"]
+            assert greedy["episodes"] == 4 and 0 <= greedy["wins"] <= 4
+            assert greedy["score_min"] <= greedy["score_mean"] <= greedy["score_max"]
+            assert greedy["checkpoint_step"] == run["steps"]
+    perfect = score["curves"]["jaxrl snake_perfect"]
+    assert perfect["target_met"] == [False] * perfect["seeds"]  # 20k steps cannot win a game
+    assert "Greedy evaluation of each seed's final checkpoint" in (out / "report.md").read_text()
 
 
 def test_a_second_run_keeps_the_first_runs_files(smoke_run):

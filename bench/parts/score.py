@@ -5,7 +5,10 @@ workers stepping the same Snake through `envs.to_gymnasium`) under the default r
 
 Each jaxrl seed is its own run, one after another, so each has the machine to itself and its
 own wall-clock: its clock starts when `jaxrl.train` is called (compile included) and its points
-are the chunks of `metrics.csv` (mean score of the episodes that ended in the chunk). The plot
+are the chunks of `metrics.csv` (mean score of the episodes that ended in the chunk, acting as in
+training). After each seed's run, its final checkpoint plays greedy episodes (`Run.evaluate`, the
+recipe's evaluation hunger limit): the figure `snake_perfect`'s target is set on (greedy mean
+score >= 90 of 97 and >= 50% wins within 60 minutes), outside the run's clock. The plot
 gives the mean over seeds and the range (min to max) at each moment; a seed counts from its
 first point on. SB3's clock starts when its envs and model are built; its points are its
 rollouts (`bench/sb3_peer.score_curve`). A run that ends before the cap is not extended.
@@ -18,11 +21,12 @@ from typing import Any
 
 import numpy as np
 
-from bench.common import Context, fmt_rate, whole_run
+from bench.common import Context, evaluated_run, fmt_rate
 
 NAME = "score"
 TITLE = "Time to score on Snake 10x10"
 THRESHOLDS = (5, 10, 20, 30, 40, 60, 90)
+PERFECT_TARGET = {"score": 90.0, "win_rate": 0.5}  # greedy, per seed, within the 60-minute cap
 GRID = 200  # moments on the wall-clock axis where the seeds' curves are compared
 
 
@@ -36,6 +40,7 @@ def recipes(ctx: Context) -> list[dict[str, Any]]:
             "settings": ctx.pick({**smoke, "algo.num_steps": 8}, {}, {}),
             "seeds": ctx.pick(2, 2, 4),
             "cap_s": ctx.pick(60.0, 90.0, 300.0),
+            "greedy_episodes": ctx.pick(4, 20, 100),
         },
         {
             "label": "jaxrl snake_perfect",
@@ -47,12 +52,14 @@ def recipes(ctx: Context) -> list[dict[str, Any]]:
             },
             "seeds": ctx.pick(1, 1, 2),
             "cap_s": ctx.pick(60.0, 240.0, 3600.0),
+            "greedy_episodes": ctx.pick(4, 20, 100),
+            "target": PERFECT_TARGET,
         },
     ]
 
 
-def jaxrl_seed(settings: dict[str, Any], seed: int, cap_s: float) -> dict[str, Any]:
-    summary, rows, elapsed = whole_run("snake", seed=seed, **settings)
+def jaxrl_seed(settings: dict[str, Any], seed: int, cap_s: float, episodes: int) -> dict[str, Any]:
+    summary, rows, elapsed, played = evaluated_run("snake", episodes, seed=seed, **settings)
     startup = max(0.0, elapsed - summary["wall_s"])  # config, env and run dir before compiling, final save after
     points = [
         [float(r["wall_s"]) + startup, int(float(r["env_steps"])), float(r["score"])]
@@ -68,7 +75,35 @@ def jaxrl_seed(settings: dict[str, Any], seed: int, cap_s: float) -> dict[str, A
         "compile_s": summary["compile_s"],
         "final_score": summary.get("final_score"),
         "final_win_rate": summary.get("final_win_rate"),
+        "greedy": greedy_figures(played),
     }
+
+
+def greedy_figures(played: dict[str, Any]) -> dict[str, Any]:
+    """The greedy evaluation's figures kept in score.json (from `Run.evaluate`'s result)."""
+    score = played["score"]
+    return {
+        "episodes": played["episodes_per_seed"],
+        "checkpoint_step": played["checkpoint_step"],
+        "score_mean": score["mean"],
+        "score_median": score["median"],
+        "score_min": score["min"],
+        "score_max": score["max"],
+        "wins": played["wins"],
+        "win_rate": played["win_rate"],
+        "seconds": played["seconds"],
+    }
+
+
+def meets(run: dict[str, Any], target: dict[str, float]) -> bool:
+    """Whether one seed's greedy evaluation meets the target, and its run finished within the cap."""
+    g = run["greedy"]
+    return g["score_mean"] >= target["score"] and g["win_rate"] >= target["win_rate"] and run["seconds"] <= run["cap_s"]
+
+
+def describe_greedy(run: dict[str, Any]) -> str:
+    g = run["greedy"]
+    return f"greedy {g['score_mean']:.1f} (median {g['score_median']:.0f}, max {g['score_max']:.0f}), {g['wins']}/{g['episodes']} wins"
 
 
 def spread(runs: list[dict[str, Any]], cap_s: float) -> dict[str, list[float | None]]:
@@ -99,14 +134,17 @@ def run(ctx: Context) -> dict[str, Any]:
     for recipe in recipes(ctx):
         runs = []
         for seed in range(recipe["seeds"]):
-            runs.append(jaxrl_seed(recipe["settings"], seed, recipe["cap_s"]))
-            last = runs[-1]
+            last = jaxrl_seed(recipe["settings"], seed, recipe["cap_s"], recipe["greedy_episodes"])
+            last["cap_s"] = recipe["cap_s"]
+            runs.append(last)
             ctx.say(
                 f"{recipe['label']} seed {seed}: {last['steps']:,} steps in {last['seconds']:.0f} s, "
-                f"final score {last['final_score']}"
+                f"final score {last['final_score']}; {describe_greedy(last)}"
             )
         curve = {**recipe, "runs": runs, "spread": spread(runs, recipe["cap_s"])}
         curve["reached"] = reached(curve["spread"]["t"], curve["spread"]["mean"])
+        if "target" in recipe:
+            curve["target_met"] = [meets(r, recipe["target"]) for r in runs]
         out["curves"][recipe["label"]] = curve
     from bench import sb3_peer
 
@@ -145,10 +183,17 @@ def describe_reach(curve: dict[str, Any]) -> str:
 
 
 def headlines(out: dict[str, Any]) -> list[dict[str, str]]:
-    return [
+    lines = [
         {"what": f"time to score, {name}, cap {c.get('cap_s', out.get('cap_s')):.0f} s", "figure": describe_reach(c)}
         for name, c in out["curves"].items()
     ]
+    for name, c in out["curves"].items():
+        if any(r.get("greedy") for r in c.get("runs", [])):
+            figure = "; ".join(f"seed {r['seed']}: {describe_greedy(r)}" for r in c["runs"])
+            if "target_met" in c:
+                figure += f"; target met on {sum(c['target_met'])} of {len(c['target_met'])} seeds"
+            lines.append({"what": f"greedy evaluation at the end, {name}", "figure": figure})
+    return lines
 
 
 def report(result: dict[str, Any]) -> str:
@@ -168,6 +213,28 @@ def report(result: dict[str, Any]) -> str:
             sps = c["steps"] / c["seconds"] if c["seconds"] else None
         cells.append(fmt_rate(sps))
         md.append("| " + " | ".join(cells) + " |")
+    greedy = [(name, c) for name, c in result["curves"].items() if any(r.get("greedy") for r in c.get("runs", []))]
+    if greedy:
+        md += ["", "Greedy evaluation of each seed's final checkpoint (outside its clock):", ""]
+        md += [
+            "| trainer | seed | run | greedy mean score | median | max | wins | target |",
+            "|---|---|---|---|---|---|---|---|",
+        ]
+        for name, c in greedy:
+            for i, r in enumerate(c["runs"]):
+                g = r["greedy"]
+                met = ("met" if c["target_met"][i] else "not met") if "target_met" in c else "-"
+                md.append(
+                    f"| {name} | {r['seed']} | {r['steps']:,} steps in {r['seconds']:.0f} s | {g['score_mean']:.1f} "
+                    f"| {g['score_median']:.0f} | {g['score_max']:.0f} | {g['wins']}/{g['episodes']} | {met} |"
+                )
+        md += [
+            "",
+            (
+                f"snake_perfect's target: greedy mean score >= {PERFECT_TARGET['score']:.0f} of 97 and "
+                f">= {PERFECT_TARGET['win_rate']:.0%} wins within the cap."
+            ),
+        ]
     default, sb3 = (
         result["curves"].get("jaxrl default"),
         next((c for n, c in result["curves"].items() if n.startswith("SB3")), None),
