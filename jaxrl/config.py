@@ -170,8 +170,15 @@ def validate(cfg: TrainConfig) -> None:
 
 
 def env_settings(cfg: TrainConfig) -> dict[str, Any]:
-    """The env group's settings but its name (constructor arguments and EnvParams overrides)."""
-    return {f.name: getattr(cfg.env, f.name) for f in dataclasses.fields(cfg.env) if f.name != "name"}
+    """The env group's settings but its name (constructor arguments and EnvParams overrides).
+
+    An env with potential-based shaping (`shaping_gamma`, e.g. Snake) gets the learner's `algo.gamma`
+    there unless the config sets it: with the same discount the shaping leaves the best policy unchanged.
+    """
+    settings = {f.name: getattr(cfg.env, f.name) for f in dataclasses.fields(cfg.env) if f.name != "name"}
+    if "shaping_gamma" in settings and settings["shaping_gamma"] is None:
+        settings["shaping_gamma"] = float(cfg.algo.gamma)
+    return settings
 
 
 def make_env(cfg: TrainConfig) -> tuple[Any, Any]:

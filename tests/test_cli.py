@@ -262,3 +262,13 @@ def test_experiment_snake_perfect_is_a_whole_recipe_and_the_command_line_beats_i
     assert (plain.env.hunger_kills, plain.algo.hidden) == (None, [128, 128])  # the default run is untouched
     wins, _ = compose_config(["experiment=snake_perfect", "num_envs=256", "env.shaping=0", "algo.lr=1e-4"])
     assert (wins.num_envs, wins.env.shaping, wins.algo.lr) == (256, 0.0, 1e-4)
+    _, params = make_env(cfg)
+    assert params.shaping_gamma == pytest.approx(cfg.algo.gamma) and cfg.algo.gamma != 0.99  # not the env's default
+
+
+def test_snake_shaping_discounts_with_the_learners_gamma_unless_set():
+    for algo in ("ppo", "dqn"):
+        cfg, _ = compose_config(["env=snake", f"algo={algo}", "algo.gamma=0.97", "env.shaping=0.2"])
+        assert make_env(cfg)[1].shaping_gamma == pytest.approx(0.97)
+    cfg, _ = compose_config(["env=snake", "algo.gamma=0.97", "env.shaping_gamma=0.9"])
+    assert make_env(cfg)[1].shaping_gamma == pytest.approx(0.9)  # set explicitly: kept
