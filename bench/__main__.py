@@ -1,7 +1,7 @@
 """python -m bench: every throughput benchmark in one run, then report.md, one JSON per part and PNG plots.
 
-    python -m bench                  # full mode: takes what it needs (21 minutes on a 2-core CPU)
-    python -m bench --quick          # 6 minutes on a 2-core CPU
+    python -m bench                  # full mode: takes what it needs (about 3 hours on a 2-core CPU, 2h18m of it `score`)
+    python -m bench --quick          # about 15 minutes on a 2-core CPU
     python -m bench --only env,train # some parts (env, train, memory, score, precision, runs, parity)
     python -m bench --out DIR        # default bench/results/<machine>-<date>/
 
