@@ -77,9 +77,8 @@ def report(result: dict[str, Any]) -> str:
         "|---|---|---|---|---|---|",
     ]
     for r in result["runs"]:
-        steps = f"{r['env_steps']:,.0f}" if r.get("env_steps") is not None else "?"
         md.append(
-            f"| {r['run']} | {steps} | {r['final_score']:.2f} | {r['wall_s']:.0f} | {r['compile_s']:.1f} | {fmt_rate(r['sps'])} |"
+            f"| {r['run']} | {r['env_steps']:,.0f} | {r['final_score']:.2f} | {r['wall_s']:.0f} | {r['compile_s']:.1f} | {fmt_rate(r['sps'])} |"
         )
     if result["peak"]:
         md += ["", "PPO's default network at larger num_envs (one timed chunk):", ""]
