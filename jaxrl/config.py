@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from envs.base import INT32_MAX  # counts and sizes become int32 inside the compiled program
-from jaxrl.networks import ACTIVATIONS, NETWORKS
+from jaxrl.networks import ACTIVATIONS, NETWORKS, RECURRENT
 from jaxrl.precision import PRECISIONS
 
 DEVICES = ("auto", "cpu", "tpu", "gpu", "metal")
@@ -120,8 +120,10 @@ def check_network(a: Any) -> None:
         widths = getattr(a, name)
         if any(w <= 0 or w > 65536 for w in widths):
             raise ConfigError(f"algo.{name}={list(widths)} is invalid: layer widths must be integers from 1 to 65536")
-    if a.network == "cnn" and not a.channels:
-        raise ConfigError("algo.channels=[] is invalid with algo.network=cnn: give at least one conv layer")
+    cnn = a.network == "cnn" or (a.network in RECURRENT and getattr(a, "torso", None) == "cnn")
+    if cnn and not a.channels:
+        what = "algo.network=cnn" if a.network == "cnn" else "algo.torso=cnn"
+        raise ConfigError(f"algo.channels=[] is invalid with {what}: give at least one conv layer")
 
 
 def agents_per_world(cfg: TrainConfig) -> int:

@@ -1,4 +1,4 @@
-"""RL math as pure functions: GAE with truncation bootstrapping and the clipped PPO loss."""
+"""RL math as pure functions: GAE with truncation bootstrapping, the clipped PPO loss and Q(lambda) returns."""
 
 from __future__ import annotations
 
@@ -70,3 +70,35 @@ def ppo_loss(
         "clip_frac": (jnp.abs(ratio - 1) > clip_eps).mean(),
     }
     return total, stats
+
+
+def q_lambda_returns(
+    rewards: jax.Array,
+    next_q: jax.Array,
+    terminated: jax.Array,
+    truncated: jax.Array,
+    gamma: float,
+    q_lambda: float,
+) -> jax.Array:
+    """Q(lambda) returns over time-major arrays (T, ...), computed backward over the rollout (PQN).
+
+    `next_q[t]` is max_a Q(s', a) for the observation s' step t reached, before any auto-reset
+    (gymnax's `final_observation` on truncation). Then
+        G_t = r_t + gamma * (1 - terminated_t) * B_t,
+        B_t = next_q[t]                                        if the episode ended at t or t = T - 1,
+        B_t = q_lambda * G_{t+1} + (1 - q_lambda) * next_q[t]  otherwise.
+    Termination stops the bootstrap; truncation bootstraps from the final observation; neither
+    lets the next episode's return flow back.
+    """
+    done = terminated | truncated
+    keep = 1.0 - terminated.astype(jnp.float32)
+
+    def backward(following: jax.Array, xs: tuple[jax.Array, ...]) -> tuple[jax.Array, jax.Array]:
+        reward, q, alive, ended = xs
+        bootstrap = jnp.where(ended, q, q_lambda * following + (1 - q_lambda) * q)
+        g = reward + gamma * alive * bootstrap
+        return g, g
+
+    # Starting from next_q[T-1] makes the last step's bootstrap next_q[T-1] whatever lambda is.
+    _, returns = jax.lax.scan(backward, next_q[-1], (rewards, next_q, keep, done), reverse=True)
+    return returns

@@ -1,5 +1,5 @@
-"""Actor-critic networks (MLP or small CNN) with a categorical or diagonal-Gaussian policy head, and Q-networks;
-float32 parameters, computed in float32 or bfloat16 (`jaxrl.precision`)."""
+"""Actor-critic networks (MLP, small CNN, or a GRU/LSTM after either) with a categorical or diagonal-Gaussian
+policy head, and Q-networks; float32 parameters, computed in float32 or bfloat16 (`jaxrl.precision`)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,9 @@ import jax.numpy as jnp
 import numpy as np
 
 ACTIVATIONS = {"tanh": nn.tanh, "relu": nn.relu, "gelu": nn.gelu, "silu": nn.silu}
-NETWORKS = ("mlp", "cnn")
+RECURRENT = ("gru", "lstm")
+NETWORKS = ("mlp", "cnn", *RECURRENT)
+TORSOS = ("mlp", "cnn", "none")  # what a recurrent network puts before its cell
 
 
 def orthogonal(scale: float = 1.0, iterations: int = 60):
@@ -162,6 +164,139 @@ class ActorCritic(nn.Module):
         if self.continuous:
             return (out, jnp.broadcast_to(self.log_std, out.shape)), value
         return out, value
+
+
+# -- recurrent networks -------------------------------------------------------------------------
+
+
+def initial_carry(cell: str, batch: int, hidden: int) -> Any:
+    """A fresh carry for `batch` streams, zeros: (batch, hidden) for a GRU, (cell state, hidden) for an LSTM."""
+    h = jnp.zeros((batch, hidden), jnp.float32)
+    return (h, h) if cell == "lstm" else h
+
+
+def reset_where(carry: Any, reset: jax.Array) -> Any:
+    """The carry with the rows where `reset` (batch,) holds set back to the initial carry (zeros)."""
+    return jax.tree.map(lambda c: jnp.where(reset[:, None], jnp.zeros((), c.dtype), c), carry)
+
+
+def _per_gate(init, gates: int):
+    """An initializer that fills each of `gates` equal column blocks with its own draw of `init`."""
+
+    def fill(key: jax.Array, shape: tuple[int, ...], dtype=jnp.float32) -> jax.Array:
+        block = shape[:-1] + (shape[-1] // gates,)
+        return jnp.concatenate([init(k, block, dtype) for k in jax.random.split(key, gates)], axis=-1)
+
+    return fill
+
+
+class RecurrentCore(nn.Module):
+    """A GRU or LSTM run over a sequence, with the carry reset where an episode starts.
+
+    The input projection of every step is one matmul before the scan; inside the scan each step
+    does only the recurrent matmul and the gates. Each gate's kernel block gets its own orthogonal
+    draw; the LSTM's forget-gate bias starts at 1.
+    """
+
+    cell: str  # gru | lstm
+    hidden: int
+    dtype: Any = jnp.float32  # compute dtype of the matmuls; the carry stays float32
+
+    @nn.compact
+    def __call__(self, carry: Any, x: jax.Array, resets: jax.Array) -> tuple[Any, jax.Array]:
+        """carry (B, H) (GRU) or (c, h) (LSTM); x (T, B, F); resets (T, B) bool: the carry is set back to
+        zeros before step t where it holds. Returns (the carry after the last step, outputs (T, B, H))."""
+        gates = 4 if self.cell == "lstm" else 3
+        size = gates * self.hidden
+        steps, batch = x.shape[:2]
+        bias_init = nn.initializers.zeros
+        if self.cell == "lstm":  # gate order i, f, g, o: forget bias 1
+            bias_init = lambda key, shape, dtype=jnp.float32: (
+                jnp.zeros(shape, dtype).at[self.hidden : 2 * self.hidden].set(1)
+            )
+        projected = Dense(size, kernel_init=_per_gate(orthogonal(1.0), gates), bias_init=bias_init, dtype=self.dtype)(
+            x.reshape(steps * batch, -1)
+        ).reshape(steps, batch, size)
+        kernel = self.param("recurrent_kernel", _per_gate(orthogonal(1.0), gates), (self.hidden, size), jnp.float32)
+        kernel = kernel.astype(self.dtype)
+        h_bias = (
+            self.param("candidate_bias", nn.initializers.zeros, (self.hidden,), jnp.float32) if gates == 3 else None
+        )
+        n = self.hidden
+
+        def step(carry: Any, inputs: tuple[jax.Array, jax.Array]) -> tuple[Any, jax.Array]:
+            xt, reset = inputs
+            carry = reset_where(carry, reset)
+            h = carry[1] if self.cell == "lstm" else carry
+            hh = (h.astype(self.dtype) @ kernel).astype(jnp.float32)
+            xt = xt.astype(jnp.float32)
+            if self.cell == "lstm":
+                c = carry[0]
+                i, f, g, o = (xt[:, k * n : (k + 1) * n] + hh[:, k * n : (k + 1) * n] for k in range(4))
+                c = nn.sigmoid(f) * c + nn.sigmoid(i) * jnp.tanh(g)
+                h = nn.sigmoid(o) * jnp.tanh(c)
+                return (c, h), h
+            r = nn.sigmoid(xt[:, :n] + hh[:, :n])
+            z = nn.sigmoid(xt[:, n : 2 * n] + hh[:, n : 2 * n])
+            candidate = jnp.tanh(xt[:, 2 * n :] + r * (hh[:, 2 * n :] + h_bias))
+            h = (1 - z) * candidate + z * h
+            return h, h
+
+        return jax.lax.scan(step, carry, (projected, resets))
+
+
+class RecurrentActorCritic(nn.Module):
+    """A feed-forward torso (MLP, CNN, or none), then a GRU or LSTM, then policy and value heads.
+
+    Actor and critic share the torso and the cell (as PureJaxRL's recurrent PPO does). `__call__`
+    runs sequences, time-major; `step` acts one step for a batch of streams.
+    """
+
+    num_actions: int
+    continuous: bool
+    cell: str = "gru"  # gru | lstm
+    torso: str = "mlp"  # mlp | cnn | none: what the observation goes through before the cell
+    rnn_hidden: int = 128
+    hidden: Sequence[int] = (64,)
+    channels: Sequence[int] = (16, 32)
+    activation: str = "tanh"
+    obs_ndim: int = 1
+    dtype: Any = jnp.float32
+    layer_norm: bool = False
+
+    def setup(self) -> None:
+        none = self.torso == "none"
+        self.features = Torso(
+            "mlp" if none else self.torso,
+            () if none else self.hidden,
+            self.channels,
+            self.activation,
+            dtype=self.dtype,
+            layer_norm=self.layer_norm,
+        )
+        self.core = RecurrentCore(self.cell, self.rnn_hidden, self.dtype)
+        self.policy_head = _dense(self.num_actions, 0.01, self.dtype)
+        self.value_head = _dense(1, 1.0, self.dtype)
+        if self.continuous:
+            self.log_std = self.param("log_std", nn.initializers.zeros, (self.num_actions,), jnp.float32)
+
+    def __call__(self, carry: Any, obs: jax.Array, resets: jax.Array):
+        """carry for B streams; obs (T, B, *obs_shape); resets (T, B) bool (the carry restarts before step t).
+        Returns (carry after the last step, policy head output (T, B, ...), value (T, B))."""
+        steps, batch = obs.shape[:2]
+        x = self.features(obs.reshape((steps * batch,) + obs.shape[2:])).reshape(steps, batch, -1)
+        carry, out = self.core(carry, x, resets)
+        out = out.reshape(steps * batch, -1)
+        head = self.policy_head(out).reshape(steps, batch, self.num_actions).astype(jnp.float32)
+        value = self.value_head(out)[..., 0].reshape(steps, batch).astype(jnp.float32)
+        if self.continuous:
+            return carry, (head, jnp.broadcast_to(self.log_std, head.shape)), value
+        return carry, head, value
+
+    def step(self, carry: Any, obs: jax.Array):
+        """One step of B streams: obs (B, *obs_shape) -> (carry, policy head output (B, ...), value (B,))."""
+        carry, pi, value = self(carry, obs[None], jnp.zeros((1, obs.shape[0]), bool))
+        return carry, jax.tree.map(lambda x: x[0], pi), value[0]
 
 
 class QNetwork(nn.Module):

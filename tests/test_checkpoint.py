@@ -246,6 +246,11 @@ RESUMED_ENVS = {
     "grid-dqn": ["env=grid", "algo=dqn", "num_envs=8", "total_timesteps=4096", "algo.learning_starts=512"]
     + ["algo.buffer_size=2048", "algo.train_freq=8"],
     "grid-4-agents-ppo": ["env=grid", "env.num_agents=4", "num_envs=8", "algo.num_steps=16", "total_timesteps=4096"],
+    "snake-gru-ppo": ["env=snake", "env.size=6", "num_envs=16", "algo.num_steps=32", "total_timesteps=8192"]
+    + ["algo.network=gru", "algo.rnn_hidden=16", "algo.bptt_horizon=8"],
+    "snake-pqn": ["env=snake", "env.size=6", "algo=pqn", "num_envs=16", "algo.num_steps=32", "total_timesteps=8192"],
+    "grid-4-agents-lstm-ppo": ["env=grid", "env.num_agents=4", "num_envs=8", "algo.num_steps=16"]
+    + ["total_timesteps=4096", "algo.network=lstm", "algo.torso=cnn", "algo.rnn_hidden=16"],
 }
 
 
@@ -255,6 +260,9 @@ RESUMED_ENVS = {
         "snake-ppo",
         pytest.param("grid-dqn", marks=pytest.mark.slow),
         pytest.param("grid-4-agents-ppo", marks=pytest.mark.slow),
+        "snake-gru-ppo",
+        "snake-pqn",
+        pytest.param("grid-4-agents-lstm-ppo", marks=pytest.mark.slow),
     ],
 )
 def test_resume_of_snake_grid_and_multi_agent_runs_is_bit_identical(name, tmp_path):

@@ -141,7 +141,7 @@ def test_reward_scale_scales_learning_rewards_not_metrics():
     env, params = envs.make("CartPole-v1")
     ppo = PPO(cfg, env, params)
     runner = ppo.init(jax.random.key(0))
-    _, traj, stats = ppo.collect(runner, jax.random.key(1))
+    _, traj, stats, _ = ppo.collect(runner, jax.random.key(1))
     np.testing.assert_allclose(np.asarray(traj.reward), 0.25)  # CartPole pays 1 per step
     assert float(stats.episodes) > 0
     assert float(stats.return_sum) == float(stats.length_sum)  # raw returns: 1 per step
@@ -164,7 +164,7 @@ def test_collect_bootstraps_truncation_from_final_observation():
     env, params = envs.make("Pendulum-v1")
     ppo = PPO(cfg, env, params)
     runner = ppo.init(jax.random.key(0))
-    new_runner, traj, _ = jax.jit(ppo.collect)(runner, jax.random.key(1))
+    new_runner, traj, _, _ = jax.jit(ppo.collect)(runner, jax.random.key(1))
     value = jax.jit(lambda o: ppo.network.apply(runner.params, o, method="value"))
     truncated = np.asarray(traj.truncated)
     assert truncated.sum() == 8 and not bool(traj.terminated.any())
@@ -210,7 +210,7 @@ def test_every_transition_is_in_exactly_one_minibatch_per_epoch():
     runner = ppo.init(jax.random.key(0))
     jax.block_until_ready(jax.jit(ppo.update)(runner))
     key, rollout_key, _ = jax.random.split(runner.key, 3)  # as `update` splits it
-    _, traj, _ = jax.jit(ppo.collect)(runner.replace(key=key), rollout_key)
+    _, traj, _, _ = jax.jit(ppo.collect)(runner.replace(key=key), rollout_key)
     advantages, _ = losses.compute_gae(
         traj.reward, traj.value, traj.next_value, traj.terminated, traj.truncated, 0.99, 0.95
     )
@@ -292,7 +292,7 @@ def test_binary_observations_are_stored_bit_packed_in_the_rollout():
     (block,) = ppo.memory()
     assert block.nbytes == 8 * 16 * (38 + 4 + 24 + 2)
     runner = ppo.init(jax.random.key(0))
-    _, traj, _ = jax.jit(ppo.collect)(runner, jax.random.key(1))
+    _, traj, _, _ = jax.jit(ppo.collect)(runner, jax.random.key(1))
     assert traj.obs.shape == (16, 8, 38) and traj.obs.dtype == jnp.uint8
     first = ppo.obs_codec.decode(traj.obs[0])
     assert first.dtype == runner.envs.obs.dtype

@@ -55,7 +55,7 @@ class DQNConfig:
     double: bool = True  # double DQN: the online net picks the next action, the target net values it
     max_grad_norm: float = 10.0  # global gradient-norm clip
     huber_delta: float = 1.0  # Huber loss threshold
-    network: str = "mlp"  # mlp | cnn
+    network: str = "mlp"  # mlp | cnn (a recurrent network needs sequence replay, which DQN does not have)
     hidden: list[int] = field(default_factory=lambda: [120, 84])  # dense layer widths (after convs for cnn)
     channels: list[int] = field(default_factory=lambda: [16, 32])  # 3x3 conv channels (cnn only)
     activation: str = "relu"  # tanh | relu | gelu | silu
@@ -63,6 +63,7 @@ class DQNConfig:
 
     def validate(self, cfg: TrainConfig) -> None:
         """ConfigError naming the first DQN setting out of range, or a replay too small for one update."""
+        feed_forward_only("dqn", self.network)
         for name in ("buffer_size", "batch_size", "train_freq", "gradient_steps", "target_update_interval", "n_step"):
             positive(f"algo.{name}", getattr(self, name))
         if self.learning_starts < 0:
@@ -89,6 +90,23 @@ class DQNConfig:
             raise ConfigError(
                 f"total_timesteps={cfg.total_timesteps:g} is below one update ({vector_steps * cfg.num_envs})"
             )
+
+
+def feed_forward_only(algo: str, network: str) -> None:
+    """ConfigError for a recurrent network on an algorithm without sequence replay (no R2D2 here)."""
+    if network in networks.RECURRENT:
+        raise ConfigError(
+            f"algo.network={network} is invalid with algo={algo}: it has no sequence replay for a recurrent"
+            f" Q-network; use algo.network=mlp|cnn, or algo=ppo algo.network={network}"
+        )
+
+
+def linear_epsilon(algo: Any, total_timesteps: float, env_steps: jax.Array) -> jax.Array:
+    """Linear decay from algo.epsilon_start to algo.epsilon_end over algo.epsilon_decay of the run
+    (env_steps: float32 env steps per seed so far)."""
+    span = max(algo.epsilon_decay * total_timesteps, 1.0)
+    frac = jnp.clip(env_steps / span, 0.0, 1.0)
+    return algo.epsilon_start + frac * (algo.epsilon_end - algo.epsilon_start)
 
 
 def schedule(num_envs: int, train_freq: int, gradient_steps: int) -> tuple[int, int]:
@@ -201,10 +219,7 @@ class DQN:
 
     def epsilon(self, env_steps: jax.Array) -> jax.Array:
         """Linear decay from epsilon_start to epsilon_end over epsilon_decay of the run (env_steps: float32)."""
-        a = self.algo
-        span = max(a.epsilon_decay * self.cfg.total_timesteps, 1.0)
-        frac = jnp.clip(env_steps / span, 0.0, 1.0)
-        return a.epsilon_start + frac * (a.epsilon_end - a.epsilon_start)
+        return linear_epsilon(self.algo, self.cfg.total_timesteps, env_steps)
 
     # -- init ----------------------------------------------------------------------------------
 

@@ -2,6 +2,11 @@
 
 `PPO(cfg, env, env_params)` holds the static pieces: network, optimizer and derived sizes.
 `init(key)` builds a `PPORunner`, `update(runner)` collects one rollout and learns from it.
+
+With a recurrent network (`algo.network=gru|lstm`) the rollout is cut into sequences of
+`algo.bptt_horizon` steps per stream; the carry each sequence started from is stored, and every
+epoch shuffles whole sequences into minibatches and runs the network over them in time order
+(truncated backpropagation through time), resetting the carry where an episode started.
 """
 
 from __future__ import annotations
@@ -46,7 +51,10 @@ class PPOConfig:
     normalize_advantages: bool = True  # per-minibatch advantage normalization
     normalize_obs: bool = False  # normalize observations by running mean/std (clipped to +-10), like VecNormalize
     reward_scale: float = 1.0  # rewards are multiplied by this for learning (metrics stay raw)
-    network: str = "mlp"  # mlp | cnn
+    network: str = "mlp"  # mlp | cnn | gru | lstm (recurrent: torso, then the cell, then the heads)
+    torso: str = "mlp"  # recurrent only: mlp | cnn | none, the feed-forward layers before the cell
+    rnn_hidden: int = 128  # recurrent only: units of the GRU/LSTM cell
+    bptt_horizon: Any = None  # recurrent only: steps per training sequence (default: num_steps); divides num_steps
     hidden: list[int] = field(default_factory=lambda: [64, 64])  # dense layer widths (after convs for cnn)
     channels: list[int] = field(default_factory=lambda: [16, 32])  # 3x3 conv channels (cnn only)
     activation: str = "tanh"  # tanh | relu | gelu | silu
@@ -62,6 +70,8 @@ class PPOConfig:
         for name in ("ent_coef", "vf_coef"):
             non_negative(f"algo.{name}", getattr(self, name))
         minibatches(cfg)
+        if self.network in networks.RECURRENT:
+            sequences(cfg)
         batch = cfg.num_envs * self.num_steps
         if cfg.total_timesteps < batch:
             raise ConfigError(
@@ -101,6 +111,54 @@ def minibatches(cfg: TrainConfig) -> int:
     if batch % size:
         raise ConfigError(f"algo.minibatch_size={size} must divide {where} (or use algo.minibatch_size=auto)")
     return batch // size
+
+
+def epoch_rates(lr: float, anneal: bool, update: jax.Array, num_updates: int, epochs: int, count: int) -> jax.Array:
+    """(epochs, count) learning rates of the optimizer steps of update `update` (of `num_updates`),
+    `count` minibatches per epoch: `lr`, or, annealed, linear from lr at the run's first step to 0
+    after its last (float32 from the update counter; see `PPO.learning_rates`)."""
+    shape = (epochs, count)
+    if not anneal:
+        return jnp.full(shape, lr, jnp.float32)
+    per_update = epochs * count
+    total = float(num_updates * per_update)  # a Python int past 2^31 would not pass as int32
+    steps = update.astype(jnp.float32) * per_update + jnp.arange(per_update).reshape(shape)
+    return lr * (1 - jnp.clip(steps, 0, total) / total)
+
+
+def horizon(algo: PPOConfig) -> int:
+    """Steps per BPTT sequence: algo.bptt_horizon, or the whole rollout."""
+    return algo.num_steps if algo.bptt_horizon is None else algo.bptt_horizon
+
+
+def sequences(cfg: TrainConfig) -> tuple[int, int]:
+    """(sequences per rollout, minibatches per epoch) of a recurrent run; ConfigError when the horizon
+    does not divide the rollout or the minibatches do not split whole sequences."""
+    a = cfg.algo
+    if a.torso not in networks.TORSOS:
+        raise ConfigError(f"algo.torso={a.torso} is invalid: allowed {', '.join(networks.TORSOS)}")
+    positive("algo.rnn_hidden", a.rnn_hidden)
+    h = horizon(a)
+    if not isinstance(h, int) or isinstance(h, bool) or h <= 0 or a.num_steps % h:
+        raise ConfigError(
+            f"algo.bptt_horizon={a.bptt_horizon} is invalid: a positive divisor of algo.num_steps={a.num_steps}"
+        )
+    streams = cfg.num_envs * agents_per_world(cfg)
+    count = streams * (a.num_steps // h)
+    wanted = minibatches(cfg)
+    if count % wanted == 0:
+        return count, wanted
+    if isinstance(a.minibatch_size, str):  # auto: the fewest minibatches of whole sequences, at least as many
+        return count, min(d for d in range(wanted, count + 1) if count % d == 0)
+    setting = (
+        f"algo.num_minibatches={a.num_minibatches}"
+        if a.minibatch_size is None
+        else f"algo.minibatch_size={a.minibatch_size}"
+    )
+    raise ConfigError(
+        f"{setting} gives {wanted} minibatches, which must divide the {count} BPTT sequences"
+        f" (num_envs * agents * algo.num_steps / algo.bptt_horizon): a recurrent minibatch holds whole sequences"
+    )
 
 
 @struct.dataclass
@@ -155,8 +213,9 @@ class Transition:
     truncated: jax.Array
 
 
-def values_where(value_fn, obs: jax.Array, mask: jax.Array, rows: int) -> jax.Array:
-    """`value_fn(obs)` on the rows where `mask` holds, 0 elsewhere, evaluated `rows` rows at a time.
+def values_where(value_fn, inputs: Any, mask: jax.Array, rows: int) -> jax.Array:
+    """`value_fn(inputs)` on the rows where `mask` holds, 0 elsewhere, evaluated `rows` rows at a time;
+    `inputs` is an array or a pytree of them (observation and carry), each with a leading row axis.
 
     Truncations are rare, so evaluating the critic on a few gathered rows (repeated until every
     masked row is done: exact however many there are) beats a pass over the whole batch.
@@ -166,7 +225,7 @@ def values_where(value_fn, obs: jax.Array, mask: jax.Array, rows: int) -> jax.Ar
     def body(carry):
         pending, out = carry
         idx = jnp.nonzero(pending, size=rows, fill_value=n)[0]  # n marks an unused slot
-        values = value_fn(obs[jnp.minimum(idx, n - 1)])
+        values = value_fn(jax.tree.map(lambda x: x[jnp.minimum(idx, n - 1)], inputs))
         return pending.at[idx].set(False, mode="drop"), out.at[idx].set(values, mode="drop")
 
     _, out = jax.lax.while_loop(lambda c: c[0].any(), body, (mask, jnp.zeros(n, jnp.float32)))
@@ -190,25 +249,36 @@ class PPO:
         self.num_actions = num_actions  # policy outputs: logits, or the action dimension
         self.action_size = num_actions if self.continuous else 1  # numbers per action
         obs_shape = tuple(self.vec.observation_space(env_params).shape)  # one agent's view
+        self.recurrent = self.algo.network in networks.RECURRENT
+        if self.recurrent and self.algo.torso == "cnn" and len(obs_shape) != 3:
+            raise ConfigError(f"algo.torso=cnn needs (H, W, C) observations; {env.name} gives {obs_shape}")
         if self.algo.network == "cnn" and len(obs_shape) != 3:
             raise ConfigError(f"algo.network=cnn needs (H, W, C) observations; {env.name} gives {obs_shape}")
-        self.network = networks.ActorCritic(
-            num_actions=num_actions,
-            continuous=self.continuous,
-            network=self.algo.network,
-            hidden=tuple(self.algo.hidden),
-            channels=tuple(self.algo.channels),
-            activation=self.algo.activation,
-            obs_ndim=len(obs_shape),
-            shared=self.algo.shared_torso,
-            layer_norm=self.algo.layer_norm,
-            dtype=compute_dtype(cfg.precision),  # parameters stay float32
-        )
+        common = {
+            "num_actions": num_actions,
+            "continuous": self.continuous,
+            "hidden": tuple(self.algo.hidden),
+            "channels": tuple(self.algo.channels),
+            "activation": self.algo.activation,
+            "obs_ndim": len(obs_shape),
+            "layer_norm": self.algo.layer_norm,
+            "dtype": compute_dtype(cfg.precision),  # parameters stay float32
+        }
+        if self.recurrent:
+            self.network = networks.RecurrentActorCritic(
+                cell=self.algo.network, torso=self.algo.torso, rnn_hidden=self.algo.rnn_hidden, **common
+            )
+        else:
+            self.network = networks.ActorCritic(network=self.algo.network, shared=self.algo.shared_torso, **common)
         self.obs_shape = obs_shape
         # Rollout observations are stored bit-packed when binary (Snake, the grid): 38 bytes of a
         # 10x10x3 board instead of 300, unpacked per minibatch where the network reads them.
         self.obs_codec = ObsCodec.for_space(self.vec.observation_space(env_params))
-        self.num_minibatches = minibatches(cfg)
+        self.horizon = horizon(self.algo)
+        if self.recurrent:
+            self.num_sequences, self.num_minibatches = sequences(cfg)
+        else:
+            self.num_minibatches = minibatches(cfg)
         self.optimizer = self.optimizer_with(self.algo.lr)  # its state; each step runs at `learning_rates`
 
     # -- derived sizes -------------------------------------------------------------
@@ -243,6 +313,9 @@ class PPO:
         """The rollout storage of one update (observations, actions, log-probs, values, rewards, flags)."""
         # stored observation, action, log-prob, value, next value, reward, advantage and target, two flags
         per_step = self.obs_codec.stored_bytes + 4 * max(1, self.action_size) + 4 * 6 + 2
+        if self.recurrent:  # the stored start carries, and the reset flags
+            carry = self.initial_carry(1)
+            per_step += 1 + sum(x.size * 4 for x in jax.tree.leaves(carry)) // self.horizon
         return [
             Allocation(
                 f"the rollout ({self.batch_size:,} transitions)",
@@ -257,7 +330,10 @@ class PPO:
         """Fresh network, optimizer and envs for one seed."""
         key, net_key, reset_key = jax.random.split(key, 3)
         envs = rollout.reset(self.vec, reset_key, self.env_params, self.initial_carry(self.vec.streams))
-        params = self.network.init(net_key, envs.obs[:1])
+        if self.recurrent:
+            params = self.network.init(net_key, self.initial_carry(1), envs.obs[None, :1], jnp.zeros((1, 1), bool))
+        else:
+            params = self.network.init(net_key, envs.obs[:1])
         return PPORunner(
             params=params,
             opt_state=self.optimizer.init(params),
@@ -278,13 +354,23 @@ class PPO:
     ) -> tuple[Any, Any, jax.Array]:
         """(carry, policy head output, value) for a batch of observations: the one network pass that
         acting in the rollout, the greedy policy and the loss share. The carry passes through
-        unchanged here (feed-forward); a recurrent network threads it."""
+        unchanged for a feed-forward network; a recurrent one steps it."""
+        if self.recurrent:
+            return self.network.apply(params, carry, self.prepare(obs_stats, obs), method="step")
         pi, value = self.network.apply(params, self.prepare(obs_stats, obs))
         return carry, pi, value
 
-    def initial_carry(self, batch: int) -> None:
-        """Feed-forward actor-critic: no carry."""
-        return
+    def value(self, params: Any, obs_stats: ObsStats | None, carry: Any, obs: jax.Array) -> jax.Array:
+        """The critic's value of a batch of observations (for a recurrent network: stepped from `carry`)."""
+        if self.recurrent:
+            return self.forward(params, obs_stats, carry, obs)[2]
+        return self.network.apply(params, self.prepare(obs_stats, obs), method="value")
+
+    def initial_carry(self, batch: int) -> Any:
+        """Zeros of the recurrent cell's carry for `batch` streams; None for a feed-forward network."""
+        if not self.recurrent:
+            return None
+        return networks.initial_carry(self.algo.network, batch, self.algo.rnn_hidden)
 
     def policy_params(self, runner: PPORunner) -> tuple[Any, ObsStats | None]:
         """The network parameters and the observation statistics the policy acts with."""
@@ -316,9 +402,10 @@ class PPO:
         log_prob = networks.log_prob(pi, action, self.continuous)
         initial = self.initial_carry(self.vec.streams)
         envs, step, _, stats = rollout.step(self.vec, envs, self.to_env(action), env_keys, carry, initial)
-        value_fn = lambda o: self.network.apply(runner.params, self.prepare(runner.obs_stats, o), method="value")
-        # Only truncated steps bootstrap from final_observation; `collect` fills in the rest.
-        truncated_value = values_where(value_fn, step.final_obs, step.truncated, self.bootstrap_rows)
+        value_fn = lambda inputs: self.value(runner.params, runner.obs_stats, *inputs)
+        # Only truncated steps bootstrap from final_observation (a recurrent critic steps on from the
+        # carry after this action, before its reset); `collect` fills in the rest.
+        truncated_value = values_where(value_fn, (carry, step.final_obs), step.truncated, self.bootstrap_rows)
         transition = Transition(
             self.obs_codec.encode(step.obs),
             action,
@@ -340,25 +427,47 @@ class PPO:
             networks.noise(noise_key, (steps, self.vec.streams), self.num_actions, self.continuous),
         )
 
-    def collect(self, runner: PPORunner, key: jax.Array) -> tuple[PPORunner, Transition, Any]:
-        """Roll out num_steps in every env; episode stats summed over the rollout.
+    def collect(self, runner: PPORunner, key: jax.Array) -> tuple[PPORunner, Transition, Any, Any]:
+        """Roll out num_steps in every env: (runner, trajectory, episode stats summed over the rollout,
+        the carry each BPTT sequence started from, (num_steps / bptt_horizon, streams, ...); None
+        for a feed-forward network).
 
         The rollout's randomness (env keys, action noise) is drawn before the scan, one call
         each, rather than split per step. The value of the observation step t reached is the
         next step's value unless the episode ended there; a truncated step's comes from its
         final_observation (`env_step`), and a terminated step's is never used.
         """
-        runner, (traj, stats) = jax.lax.scan(self.env_step, runner, self.draws(key))
-        obs = self.prepare(runner.obs_stats, runner.envs.obs)
-        last_value = self.network.apply(runner.params, obs, method="value")
+        draws = self.draws(key)
+        starts = None
+        if self.recurrent:  # a scan over sequences of a scan over their steps, keeping each start carry
+            pieces = self.algo.num_steps // self.horizon
+            draws = jax.tree.map(lambda x: x.reshape((pieces, self.horizon) + x.shape[1:]), draws)
+
+            def piece(runner: PPORunner, d: Any) -> tuple[PPORunner, Any]:
+                start = runner.envs.carry
+                runner, out = jax.lax.scan(self.env_step, runner, d)
+                return runner, (out, start)
+
+            runner, (out, starts) = jax.lax.scan(piece, runner, draws)
+            traj, stats = jax.tree.map(lambda x: x.reshape((-1,) + x.shape[2:]), out)
+        else:
+            runner, (traj, stats) = jax.lax.scan(self.env_step, runner, draws)
+        last_value = self.value(runner.params, runner.obs_stats, runner.envs.carry, runner.envs.obs)
         following = jnp.concatenate([traj.value[1:], last_value[None]])
         traj = traj.replace(next_value=jnp.where(traj.truncated, traj.next_value, following))
-        return runner, traj, jax.tree.map(jnp.sum, stats)
+        return runner, traj, jax.tree.map(jnp.sum, stats), starts
 
     # -- learning --------------------------------------------------------------------------
 
-    def loss(self, params: Any, obs_stats: ObsStats | None, batch: Transition, advantages, targets):
-        _, pi, value = self.forward(params, obs_stats, None, self.obs_codec.decode(batch.obs))
+    def loss(self, params: Any, obs_stats: ObsStats | None, batch: Transition, advantages, targets, memory=None):
+        """The PPO loss of a minibatch. Recurrent: `memory` is (start carries (B, ...), resets (H, B)) and
+        the batch's arrays are sequences, time-major (H, B, ...), run through the cell in order."""
+        obs = self.obs_codec.decode(batch.obs)
+        if memory is None:
+            _, pi, value = self.forward(params, obs_stats, None, obs)
+        else:
+            starts, resets = memory
+            _, pi, value = self.network.apply(params, starts, self.prepare(obs_stats, obs), resets)
         return losses.ppo_loss(
             networks.log_prob(pi, batch.action, self.continuous),
             batch.log_prob,
@@ -390,35 +499,55 @@ class PPO:
         1e11 env steps can take more than 2^31 optimizer steps, where that count stops (and optax
         refuses so long a schedule). Below 2^24 steps it equals optax's linear_schedule bit for bit.
         """
-        shape = (self.algo.update_epochs, self.num_minibatches)
-        if not self.algo.anneal_lr:
-            return jnp.full(shape, self.algo.lr, jnp.float32)
-        per_update = shape[0] * shape[1]
-        total = float(self.num_updates * per_update)  # a Python int past 2^31 would not pass as int32
-        count = update.astype(jnp.float32) * per_update + jnp.arange(per_update).reshape(shape)
-        return self.algo.lr * (1 - jnp.clip(count, 0, total) / total)
+        a = self.algo
+        return epoch_rates(a.lr, a.anneal_lr, update, self.num_updates, a.update_epochs, self.num_minibatches)
 
     def minibatch_step(self, carry, minibatch, obs_stats: ObsStats | None = None):
         params, opt_state = carry
-        batch, advantages, targets, lr = minibatch
-        grads, stats = jax.grad(self.loss, has_aux=True)(params, obs_stats, batch, advantages, targets)
+        batch, advantages, targets, memory, lr = minibatch
+        grads, stats = jax.grad(self.loss, has_aux=True)(params, obs_stats, batch, advantages, targets, memory)
         updates, opt_state = self.optimizer_with(lr).update(grads, opt_state, params)
         return (optax.apply_updates(params, updates), opt_state), {**stats, "grad_norm": global_norm(grads)}
 
+    def sequences(self, x: jax.Array) -> jax.Array:
+        """A rollout array (num_steps, streams, ...) as BPTT sequences, time-major: (bptt_horizon,
+        sequences, ...), sequence p * streams + s being steps [p * horizon, (p + 1) * horizon) of stream s."""
+        pieces = self.algo.num_steps // self.horizon
+        x = jnp.swapaxes(x.reshape((pieces, self.horizon) + x.shape[1:]), 0, 1)
+        return x.reshape((self.horizon, -1) + x.shape[3:])
+
+    def minibatches(self, data: Any, perm: jax.Array) -> Any:
+        """`data` = (trajectory, advantages, targets, memory) cut into minibatches in the order of `perm`,
+        each with a leading minibatch axis. Feed-forward: transitions (perm over batch_size); memory None.
+        Recurrent: whole sequences (perm over sequences), time order kept inside each; memory is
+        (start carries (sequences, ...), resets (horizon, sequences))."""
+        m = self.num_minibatches
+        if not self.recurrent:
+
+            def split(x: jax.Array) -> jax.Array:
+                x = x.reshape((self.batch_size,) + x.shape[2:])[perm]
+                return x.reshape((m, self.minibatch_size) + x.shape[1:])
+
+            return jax.tree.map(split, data)
+
+        def split_time(x: jax.Array) -> jax.Array:  # (H, N, ...) -> (M, H, N / M, ...)
+            x = x[:, perm]
+            return jnp.swapaxes(x.reshape((x.shape[0], m, -1) + x.shape[2:]), 0, 1)
+
+        traj, advantages, targets, (starts, resets) = data
+        starts = jax.tree.map(lambda x: x[perm].reshape((m, -1) + x.shape[1:]), starts)
+        split = lambda tree: jax.tree.map(split_time, tree)
+        return split(traj), split(advantages), split(targets), (starts, split(resets))
+
     def epoch(self, carry, perm: jax.Array, lrs: jax.Array, data, obs_stats: ObsStats | None = None):
-        """One pass over the rollout in minibatches, in the order of `perm` (batch_size,), at learning rates `lrs`."""
-
-        def split(x: jax.Array) -> jax.Array:
-            x = x.reshape((self.batch_size,) + x.shape[2:])[perm]
-            return x.reshape((self.num_minibatches, self.minibatch_size) + x.shape[1:])
-
+        """One pass over the rollout in minibatches, in the order of `perm`, at learning rates `lrs`."""
         step = lambda c, minibatch: self.minibatch_step(c, minibatch, obs_stats)
-        return jax.lax.scan(step, carry, (*jax.tree.map(split, data), lrs))
+        return jax.lax.scan(step, carry, (*self.minibatches(data, perm), lrs))
 
     def update(self, runner: PPORunner) -> tuple[PPORunner, UpdateStats]:
         """Collect one rollout and learn from it for update_epochs epochs."""
         key, rollout_key, epoch_key = jax.random.split(runner.key, 3)
-        runner, traj, stats = self.collect(runner.replace(key=key), rollout_key)
+        runner, traj, stats, starts = self.collect(runner.replace(key=key), rollout_key)
         advantages, targets = losses.compute_gae(
             traj.reward,
             traj.value,
@@ -429,8 +558,16 @@ class PPO:
             self.algo.gae_lambda,
         )
         carry = (runner.params, runner.opt_state)
-        data = (traj, advantages, targets)
-        perms = shuffle.permutations(epoch_key, self.batch_size, self.algo.update_epochs)
+        if self.recurrent:
+            done = traj.terminated | traj.truncated  # the carry restarts after these steps
+            resets = jnp.concatenate([jnp.zeros_like(done[:1]), done[:-1]])
+            seq = jax.tree.map(self.sequences, (traj, advantages, targets, resets))
+            starts = jax.tree.map(lambda x: x.reshape((-1,) + x.shape[2:]), starts)  # (sequences, ...)
+            data = (*seq[:3], (starts, seq[3]))
+            perms = shuffle.permutations(epoch_key, self.num_sequences, self.algo.update_epochs)
+        else:
+            data = (traj, advantages, targets, None)
+            perms = shuffle.permutations(epoch_key, self.batch_size, self.algo.update_epochs)
         obs_stats = runner.obs_stats  # the statistics the rollout acted with
         (params, opt_state), loss_stats = jax.lax.scan(
             lambda c, xs: self.epoch(c, *xs, data, obs_stats), carry, (perms, self.learning_rates(runner.update))
