@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import importlib
 
-ORDER = ("env", "train", "memory", "score", "precision", "runs", "parity")
+ORDER = ("env", "train", "memory", "score", "precision", "runs", "parity", "algos")
 
 
 def load(name: str):

@@ -1,0 +1,231 @@
+"""Memory and replay-free Q-learning: recurrent PPO (GRU) against feed-forward PPO, and PQN against DQN.
+
+- MemoryChain-bsuite (the shipped GRU config) beside the same run with `algo.network=mlp`: final
+  training return per seed, and the env steps at which the mean over seeds first reached 0.9.
+- PQN on CartPole-v1 (shipped config), seeds in one program.
+- PQN against DQN on Snake, each with its shipped config (seed 0): wall-clock, steps/s after
+  compile, final training score and a greedy evaluation.
+- Recurrent PPO's steps/s against feed-forward PPO's on the default Snake config (one timed chunk
+  each, as the `train` part times): a GRU of 128 and of 64 units after one 128-unit layer.
+- The grid world with 8 agents and `env.view=3`: the shipped one-conv CNN against the same CNN
+  feeding a GRU, the same env steps each; greedy world return, and the GRU's training return at
+  the CNN run's wall-clock (read off its metrics).
+- PQN on Breakout-MinAtar with purejaxql's MinAtar settings, as far as the mode's budget goes.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from bench.common import Context, evaluated_run, fmt_rate, whole_run
+from bench.parts.train import program_sps
+
+NAME = "algos"
+TITLE = "Recurrent PPO and PQN"
+
+GRU_GRID = {"algo.network": "gru", "algo.torso": "cnn", "algo.rnn_hidden": 64}
+MINATAR = {  # purejaxql's pqn_minatar.yaml, with PPO's grid CNN (one 3x3 conv of 16, then 128)
+    "algo": "pqn",
+    "num_envs": 128,
+    "algo.num_steps": 32,
+    "algo.num_minibatches": 32,
+    "algo.update_epochs": 2,
+    "algo.lr": 5e-4,
+    "algo.anneal_lr": True,
+    "algo.q_lambda": 0.65,
+    "algo.epsilon_decay": 0.1,
+    "algo.network": "cnn",
+    "algo.channels": [16],
+    "algo.hidden": [128],
+}
+
+
+def first_reaching(rows: list[dict[str, str]], column: str, level: float) -> int | None:
+    """The env steps of the first metrics row whose `column` is at least `level` (None: never)."""
+    for r in rows:
+        if r.get(column) not in (None, "") and float(r[column]) >= level:
+            return int(float(r["env_steps"]))
+    return None
+
+
+def last_logged(rows: list[tuple[float, float]], seconds: float) -> float | None:
+    """The last figure of (wall-clock, figure) rows logged by `seconds`, skipping NaN (a chunk in which
+    no world episode ended: the grid's are 256 steps long)."""
+    seen = [v for w, v in rows if w <= seconds and not math.isnan(v)]
+    return seen[-1] if seen else None
+
+
+def num(x: float | None, digits: int = 1) -> str:
+    """A figure for the report; a run too short for one finished episode has none."""
+    return "n/a" if x is None else f"{x:.{digits}f}"
+
+
+def run(ctx: Context) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    seeds = ctx.pick(1, 2, 4)
+    episodes = ctx.pick(2, 50, 100)
+
+    memory = []
+    for label, extra in (("gru", {}), ("mlp", {"algo.network": "mlp"})):
+        total = ctx.pick(4096, 1e6, None)
+        length = {} if total is None else {"total_timesteps": total}
+        s, rows, _ = whole_run("MemoryChain-bsuite", num_seeds=seeds, **length, **extra)
+        row = {"network": label, "per_seed": s["final_return_per_seed"], "mean": s["final_return"]}
+        row.update(env_steps=s["env_steps_per_seed"], wall_s=s["wall_s"], sps=s["sps"])
+        row["reached_0.9"] = first_reaching(rows, "episode_return", 0.9)
+        memory.append(row)
+        ctx.say(f"MemoryChain {label}: mean {row['mean']:.2f} over {seeds} seeds, {row['wall_s']:.0f} s")
+    out["memory_chain"] = memory
+
+    total = ctx.pick(4096, None, None)
+    s, rows, _ = whole_run(
+        "CartPole-v1", algo="pqn", num_seeds=seeds, **({} if total is None else {"total_timesteps": total})
+    )
+    out["pqn_cartpole"] = {"per_seed": s["final_return_per_seed"], "mean": s["final_return"], "wall_s": s["wall_s"]}
+    out["pqn_cartpole"].update(env_steps=s["env_steps_per_seed"], sps=s["sps"])
+    ctx.say(f"PQN CartPole: mean {s['final_return']:.1f} over {seeds} seeds in {s['wall_s']:.0f} s")
+
+    snake = []
+    for algo in ("dqn", "pqn"):
+        total = ctx.pick(8192, 2e6, None)
+        length = {} if total is None else {"total_timesteps": total}
+        if algo == "dqn" and total is not None:  # learning starts within the shortened run
+            length["algo.learning_starts"] = min(20_000, int(total) // 4)
+        s, rows, _, figures = evaluated_run("snake", episodes, algo=algo, **length)
+        row = {"algo": algo, "env_steps": s["env_steps_per_seed"], "wall_s": s["wall_s"], "sps": s["sps"]}
+        row.update(final_score=s.get("final_score"), greedy_score=figures["score"]["mean"])
+        snake.append(row)
+        ctx.say(
+            f"Snake {algo}: score {num(row['final_score'], 2)} (greedy {row['greedy_score']:.2f}) in {row['wall_s']:.0f} s, {fmt_rate(row['sps'])} steps/s"
+        )
+    out["snake"] = snake
+
+    target = ctx.pick(2_000, 500_000, 1_000_000)
+    rates = []
+    for label, extra in (
+        ("feed-forward (default)", []),
+        ("gru 128 after [128]", ["algo.network=gru", "algo.hidden=[128]", "algo.rnn_hidden=128"]),
+        ("gru 64 after [128]", ["algo.network=gru", "algo.hidden=[128]", "algo.rnn_hidden=64"]),
+    ):
+        row = {"network": label, **program_sps(["env=snake", *extra], target)}
+        rates.append(row)
+        ctx.say(f"Snake PPO {label}: {fmt_rate(row['sps'])} steps/s")
+    out["recurrent_sps"] = rates
+
+    grid = []
+    total = ctx.pick(8192, 1e5, 3e5)
+    world = {"name": "grid", "num_agents": 8, "view": 3}
+    for label, extra in (("cnn", {}), ("cnn + gru", GRU_GRID)):
+        s, rows, _, figures = evaluated_run(world, episodes, total_timesteps=total, **extra)
+        row = {"network": label, "env_steps": s["env_steps_per_seed"], "wall_s": s["wall_s"], "sps": s["sps"]}
+        row.update(final_world_return=s.get("final_world_return"), greedy_world_return=figures["return"]["mean"])
+        row["rows"] = [(float(r["wall_s"]), float(r.get("world_return") or r["episode_return"])) for r in rows]
+        grid.append(row)
+        ctx.say(f"grid 8 agents view 3, {label}: greedy {row['greedy_world_return']:.1f} in {row['wall_s']:.0f} s")
+    cnn_wall = grid[0]["wall_s"]
+    grid[1]["world_return_at_cnn_wall"] = last_logged(grid[1]["rows"], cnn_wall)
+    out["grid"] = grid
+
+    total = ctx.pick(4096, 2e5, 2e6)
+    s, rows, _ = whole_run("Breakout-MinAtar", **MINATAR, total_timesteps=total)
+    out["minatar"] = {
+        "env_steps": s["env_steps_per_seed"],
+        "wall_s": s["wall_s"],
+        "sps": s["sps"],
+        "final_return": s["final_return"],
+    }
+    ctx.say(
+        f"PQN Breakout-MinAtar: {num(s['final_return'])} at {s['env_steps_per_seed']:,} steps in {s['wall_s']:.0f} s"
+    )
+    out["headlines"] = headlines(out)
+    return out
+
+
+def headlines(out: dict[str, Any]) -> list[dict[str, str]]:
+    gru, mlp = out["memory_chain"]
+    snake = {r["algo"]: r for r in out["snake"]}
+    ff, *recurrent = out["recurrent_sps"]
+    cnn, rnn = out["grid"]
+    return [
+        {
+            "what": "MemoryChain-bsuite, PPO + GRU against feed-forward",
+            "figure": f"{gru['mean']:.2f} against {mlp['mean']:.2f} at {gru['env_steps']:,.0f} steps",
+        },
+        {
+            "what": "PQN on CartPole-v1",
+            "figure": f"{out['pqn_cartpole']['mean']:.1f} at {out['pqn_cartpole']['env_steps']:,.0f} steps",
+        },
+        {
+            "what": "Snake, PQN against DQN (shipped configs)",
+            "figure": f"score {num(snake['pqn']['final_score'])} in {snake['pqn']['wall_s']:.0f} s ({fmt_rate(snake['pqn']['sps'])}/s)"
+            f" against {num(snake['dqn']['final_score'])} in {snake['dqn']['wall_s']:.0f} s ({fmt_rate(snake['dqn']['sps'])}/s)",
+        },
+        {
+            "what": "Snake PPO steps/s, recurrent over feed-forward",
+            "figure": ", ".join(f"{r['network']} {r['sps'] / ff['sps']:.2f}x" for r in recurrent),
+        },
+        {
+            "what": "grid, 8 agents, view 3: greedy world return, CNN + GRU against CNN",
+            "figure": f"{rnn['greedy_world_return']:.1f} in {rnn['wall_s']:.0f} s against {cnn['greedy_world_return']:.1f} in {cnn['wall_s']:.0f} s",
+        },
+    ]
+
+
+def report(result: dict[str, Any]) -> str:
+    md = ["MemoryChain-bsuite (training return per seed, shipped config):", ""]
+    md += [
+        "| network | env steps | per seed | mean | mean first >= 0.9 at | wall-clock s |",
+        "|---|---|---|---|---|---|",
+    ]
+    for r in result["memory_chain"]:
+        seeds = ", ".join(f"{v:.2f}" for v in r["per_seed"])
+        md.append(
+            f"| {r['network']} | {r['env_steps']:,} | {seeds} | {r['mean']:.2f} | {r['reached_0.9'] or 'never'} | {r['wall_s']:.0f} |"
+        )
+    c = result["pqn_cartpole"]
+    md += [
+        "",
+        f"PQN on CartPole-v1: {', '.join(f'{v:.1f}' for v in c['per_seed'])} (mean {c['mean']:.1f}) at {c['env_steps']:,} steps, {c['wall_s']:.0f} s.",
+        "",
+    ]
+    md += [
+        "Snake, shipped configs, seed 0:",
+        "",
+        "| algo | env steps | wall-clock s | steps/s | final score | greedy score |",
+        "|---|---|---|---|---|---|",
+    ]
+    for r in result["snake"]:
+        md.append(
+            f"| {r['algo']} | {r['env_steps']:,} | {r['wall_s']:.0f} | {fmt_rate(r['sps'])} | {num(r['final_score'], 2)} | {r['greedy_score']:.2f} |"
+        )
+    ff = result["recurrent_sps"][0]["sps"]
+    md += [
+        "",
+        "PPO steps/s on the default Snake config:",
+        "",
+        "| network | steps/s | over feed-forward |",
+        "|---|---|---|",
+    ]
+    for r in result["recurrent_sps"]:
+        md.append(f"| {r['network']} | {fmt_rate(r['sps'])} | {r['sps'] / ff:.2f}x |")
+    md += [
+        "",
+        "Grid world, 8 agents, view 3 (PPO):",
+        "",
+        "| network | env steps | wall-clock s | steps/s | final world return | greedy world return |",
+        "|---|---|---|---|---|---|",
+    ]
+    for r in result["grid"]:
+        md.append(
+            f"| {r['network']} | {r['env_steps']:,} | {r['wall_s']:.0f} | {fmt_rate(r['sps'])} | {num(r['final_world_return'])} | {r['greedy_world_return']:.1f} |"
+        )
+    at = result["grid"][1].get("world_return_at_cnn_wall")
+    if at is not None:
+        md.append(f"\nThe GRU run's training world return at the CNN run's wall-clock: {at:.1f}.")
+    m = result["minatar"]
+    md += [
+        "",
+        f"PQN on Breakout-MinAtar (purejaxql's MinAtar settings): {num(m['final_return'])} at {m['env_steps']:,} steps in {m['wall_s']:.0f} s ({fmt_rate(m['sps'])} steps/s).",
+    ]
+    return "\n".join(md)
