@@ -32,3 +32,25 @@ def train_run(algo, key):
     from jaxrl.loop import make_train
 
     return jax.jit(make_train(algo))(key)
+
+
+def three_chunks(algo, steps_per_update: int):
+    """A 2-seed, 4-env CartPole run of 7 updates of `algo` (a config dataclass) through one compiled chunk
+    of 3, run as chunks of 3, 3 and 1: the runner it ends with."""
+    import envs
+    from jaxrl.config import TrainConfig
+    from jaxrl.driver import Program
+
+    cfg = TrainConfig(
+        env=env_config("CartPole-v1"),
+        algo=algo,
+        num_envs=4,
+        num_seeds=2,
+        total_timesteps=steps_per_update * 7,
+        num_chunks=3,
+    )
+    program = Program(cfg, *envs.make("CartPole-v1"))
+    runner, _ = program.compile()
+    for active in (3, 3, 1):
+        runner, _ = program.run_chunk(runner, active)
+    return runner

@@ -6,13 +6,11 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-import envs
 import jaxrl
 from jaxrl import losses
 from jaxrl.algos.pqn import PQN, PQNConfig
 from jaxrl.config import TrainConfig, make_env
-from jaxrl.driver import Program
-from tests.conftest import count_traces, env_config
+from tests.conftest import count_traces, env_config, three_chunks
 
 
 def test_q_lambda_returns_equal_hand_computed_numbers():
@@ -90,13 +88,7 @@ def test_epsilon_falls_linearly_then_stays():
 def test_one_trace_serves_every_pqn_chunk(monkeypatch):
     traces = count_traces(monkeypatch)
     algo = PQNConfig(num_steps=8, num_minibatches=2, anneal_lr=True)
-    cfg = TrainConfig(
-        env=env_config("CartPole-v1"), algo=algo, num_envs=4, num_seeds=2, total_timesteps=32 * 7, num_chunks=3
-    )
-    program = Program(cfg, *envs.make("CartPole-v1"))
-    runner, _ = program.compile()
-    for active in (3, 3, 1):
-        runner, _ = program.run_chunk(runner, active)
+    runner = three_chunks(algo, steps_per_update=32)
     assert traces == [3], traces
     assert np.asarray(runner.update).tolist() == [7, 7]
     assert not np.allclose(*np.asarray(jax.tree.leaves(runner.params)[0]))  # two seeds, two networks

@@ -11,8 +11,7 @@ import jaxrl
 from jaxrl import networks, rollout
 from jaxrl.algos.ppo import PPO, PPOConfig
 from jaxrl.config import TrainConfig
-from jaxrl.driver import Program
-from tests.conftest import count_traces, env_config
+from tests.conftest import count_traces, env_config, three_chunks
 
 
 def core_and_params(cell: str, features: int = 3, hidden: int = 5):
@@ -114,13 +113,7 @@ def test_sequence_pass_from_stored_carries_reproduces_the_rollout(cell, horizon)
 def test_one_trace_serves_every_recurrent_chunk(monkeypatch):
     traces = count_traces(monkeypatch)
     algo = PPOConfig(network="lstm", torso="none", rnn_hidden=8, num_steps=8, bptt_horizon=4, num_minibatches=2)
-    cfg = TrainConfig(
-        env=env_config("CartPole-v1"), algo=algo, num_envs=4, num_seeds=2, total_timesteps=32 * 7, num_chunks=3
-    )
-    program = Program(cfg, *envs.make("CartPole-v1"))
-    runner, _ = program.compile()
-    for active in (3, 3, 1):
-        runner, _ = program.run_chunk(runner, active)
+    runner = three_chunks(algo, steps_per_update=32)
     assert traces == [3], traces
     assert np.asarray(runner.update).tolist() == [7, 7]
     c, h = runner.envs.carry

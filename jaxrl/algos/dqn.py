@@ -71,7 +71,9 @@ class DQNConfig:
         for name in ("tau", "epsilon_start", "epsilon_end", "epsilon_decay"):
             in_range(f"algo.{name}", getattr(self, name), 0, 1)
         if float32(self.tau) == 0:
-            raise ConfigError(f"algo.tau={self.tau} is invalid: the target network would never move (must be in (0, 1])")
+            raise ConfigError(
+                f"algo.tau={self.tau} is invalid: the target network would never move (must be in (0, 1])"
+            )
         positive("algo.huber_delta", self.huber_delta)
         if self.learning_starts >= cfg.total_timesteps:
             raise ConfigError(
@@ -99,6 +101,30 @@ def feed_forward_only(algo: str, network: str) -> None:
             f"algo.network={network} is invalid with algo={algo}: it has no sequence replay for a recurrent"
             f" Q-network; use algo.network=mlp|cnn, or algo=ppo algo.network={network}"
         )
+
+
+def q_network(cfg: TrainConfig, vec: VectorEnv, env_params: Any) -> tuple[Any, networks.QNetwork]:
+    """(one agent's observation space, the Q-network) of a value-based run (DQN, PQN); ConfigError for
+    continuous actions or a CNN on flat observations."""
+    env, algo = vec.env, cfg.algo
+    action_space = vec.action_space(env_params)  # one agent's
+    if not isinstance(action_space, spaces.Discrete):
+        raise ConfigError(f"algo={algo.name} needs discrete actions; {env.name} has continuous ones (use algo=ppo)")
+    obs_space = vec.observation_space(env_params)
+    obs_shape = tuple(obs_space.shape)
+    if algo.network == "cnn" and len(obs_shape) != 3:
+        raise ConfigError(f"algo.network=cnn needs (H, W, C) observations; {env.name} gives {obs_shape}")
+    network = networks.QNetwork(
+        num_actions=int(action_space.n),
+        network=algo.network,
+        hidden=tuple(algo.hidden),
+        channels=tuple(algo.channels),
+        activation=algo.activation,
+        obs_ndim=len(obs_shape),
+        dtype=compute_dtype(cfg.precision),  # parameters stay float32
+        layer_norm=algo.layer_norm,
+    )
+    return obs_space, network
 
 
 def linear_epsilon(algo: Any, total_timesteps: float, env_steps: jax.Array) -> jax.Array:
@@ -178,24 +204,8 @@ class DQN:
         self.cfg, self.algo = cfg, cfg.algo
         self.env, self.env_params = env, env_params
         self.vec = VectorEnv(env, cfg.num_envs)  # several agents per world are extra streams, one Q-network
-        action_space = self.vec.action_space(env_params)  # one agent's
-        if not isinstance(action_space, spaces.Discrete):
-            raise ConfigError(f"algo=dqn needs discrete actions; {env.name} has continuous ones (use algo=ppo)")
-        self.num_actions = int(action_space.n)
-        obs_space = self.vec.observation_space(env_params)
-        self.obs_shape = tuple(obs_space.shape)
-        if self.algo.network == "cnn" and len(self.obs_shape) != 3:
-            raise ConfigError(f"algo.network=cnn needs (H, W, C) observations; {env.name} gives {self.obs_shape}")
-        self.network = networks.QNetwork(
-            num_actions=self.num_actions,
-            network=self.algo.network,
-            hidden=tuple(self.algo.hidden),
-            channels=tuple(self.algo.channels),
-            activation=self.algo.activation,
-            obs_ndim=len(self.obs_shape),
-            dtype=compute_dtype(cfg.precision),  # parameters stay float32
-            layer_norm=self.algo.layer_norm,
-        )
+        obs_space, self.network = q_network(cfg, self.vec, env_params)
+        self.num_actions, self.obs_shape = self.network.num_actions, tuple(obs_space.shape)
         self.vector_steps, self.gradient_steps = schedule(cfg.num_envs, self.algo.train_freq, self.algo.gradient_steps)
         self.buffer = ReplayBuffer.for_space(self.algo.buffer_size, self.vec.streams, obs_space)
         self.optimizer = self.optimizer_with(self.algo.lr)  # its state; each step runs at `learning_rate`

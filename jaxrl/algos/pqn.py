@@ -16,14 +16,12 @@ import jax
 import jax.numpy as jnp
 import optax
 from flax import struct
-from gymnax.environments import spaces
 
-from jaxrl import losses, networks, rollout, shuffle
+from jaxrl import losses, rollout, shuffle
 from jaxrl.algorithm import Allocation, register
-from jaxrl.algos.dqn import feed_forward_only, linear_epsilon
+from jaxrl.algos.dqn import feed_forward_only, linear_epsilon, q_network
 from jaxrl.algos.ppo import epoch_rates, values_where
 from jaxrl.config import ConfigError, TrainConfig, agents_per_world, in_range, positive
-from jaxrl.precision import compute_dtype
 from jaxrl.replay import ObsCodec
 from jaxrl.stats import UpdateStats, all_finite, global_norm
 from jaxrl.vector import VectorEnv
@@ -102,24 +100,8 @@ class PQN:
         self.cfg, self.algo = cfg, cfg.algo
         self.env, self.env_params = env, env_params
         self.vec = VectorEnv(env, cfg.num_envs)  # several agents per world are extra streams, one Q-network
-        action_space = self.vec.action_space(env_params)
-        if not isinstance(action_space, spaces.Discrete):
-            raise ConfigError(f"algo=pqn needs discrete actions; {env.name} has continuous ones (use algo=ppo)")
-        self.num_actions = int(action_space.n)
-        obs_space = self.vec.observation_space(env_params)
-        self.obs_shape = tuple(obs_space.shape)
-        if self.algo.network == "cnn" and len(self.obs_shape) != 3:
-            raise ConfigError(f"algo.network=cnn needs (H, W, C) observations; {env.name} gives {self.obs_shape}")
-        self.network = networks.QNetwork(
-            num_actions=self.num_actions,
-            network=self.algo.network,
-            hidden=tuple(self.algo.hidden),
-            channels=tuple(self.algo.channels),
-            activation=self.algo.activation,
-            obs_ndim=len(self.obs_shape),
-            dtype=compute_dtype(cfg.precision),
-            layer_norm=self.algo.layer_norm,
-        )
+        obs_space, self.network = q_network(cfg, self.vec, env_params)
+        self.num_actions, self.obs_shape = self.network.num_actions, tuple(obs_space.shape)
         self.obs_codec = ObsCodec.for_space(obs_space)
         self.num_minibatches = self.algo.num_minibatches * agents_per_world(cfg)
         self.optimizer = self.optimizer_with(self.algo.lr)
