@@ -74,6 +74,9 @@ def test_figures_are_the_ones_measured(smoke_run):
             assert greedy["episodes"] == 4 and 0 <= greedy["wins"] <= 4
             assert greedy["score_min"] <= greedy["score_mean"] <= greedy["score_max"]
             assert greedy["checkpoint_step"] == run["steps"]
+    algos = json.loads((out / "algos.json").read_text())["result"]
+    assert [r["network"] for r in algos["grid"]] == ["cnn", "cnn + gru", "cnn, the GRU's wall-clock"]
+    assert [r["algo"] for r in algos["q_grid"]] == ["dqn", "pqn"] and all(r["sps"] > 0 for r in algos["q_grid"])
     perfect = score["curves"]["jaxrl snake_perfect"]
     assert perfect["target_met"] == [False] * perfect["seeds"]  # 20k steps cannot win a game
     assert "Greedy evaluation of each seed's final checkpoint" in (out / "report.md").read_text()

@@ -10,6 +10,8 @@
 - The grid world with 8 agents and `env.view=3`: the shipped one-conv CNN against the same CNN
   feeding a GRU, the same env steps each; greedy world return, and the GRU's training return at
   the CNN run's wall-clock (read off its metrics).
+  A third run gives the CNN as many steps as fit in the GRU run's wall-clock.
+- PQN against DQN on the grid world (1 agent), each with its shipped config (seed 0).
 - PQN on Breakout-MinAtar with purejaxql's MinAtar settings, as far as the mode's budget goes.
 """
 
@@ -59,6 +61,15 @@ def last_logged(rows: list[tuple[float, float]], seconds: float) -> float | None
 def num(x: float | None, digits: int = 1) -> str:
     """A figure for the report; a run too short for one finished episode has none."""
     return "n/a" if x is None else f"{x:.{digits}f}"
+
+
+def grid_row(label: str, world: dict[str, Any], episodes: int, total: float, extra: dict[str, Any]) -> dict[str, Any]:
+    """One PPO run on the 8-agent grid, evaluated greedily, with its (wall-clock, world return) rows."""
+    s, rows, _, figures = evaluated_run(world, episodes, total_timesteps=total, **extra)
+    row = {"network": label, "env_steps": s["env_steps_per_seed"], "wall_s": s["wall_s"], "sps": s["sps"]}
+    row.update(final_world_return=s.get("final_world_return"), greedy_world_return=figures["return"]["mean"])
+    row["rows"] = [(float(r["wall_s"]), float(r.get("world_return") or r["episode_return"])) for r in rows]
+    return row
 
 
 def run(ctx: Context) -> dict[str, Any]:
@@ -117,15 +128,33 @@ def run(ctx: Context) -> dict[str, Any]:
     total = ctx.pick(8192, 1e5, 3e5)
     world = {"name": "grid", "num_agents": 8, "view": 3}
     for label, extra in (("cnn", {}), ("cnn + gru", GRU_GRID)):
-        s, rows, _, figures = evaluated_run(world, episodes, total_timesteps=total, **extra)
-        row = {"network": label, "env_steps": s["env_steps_per_seed"], "wall_s": s["wall_s"], "sps": s["sps"]}
-        row.update(final_world_return=s.get("final_world_return"), greedy_world_return=figures["return"]["mean"])
-        row["rows"] = [(float(r["wall_s"]), float(r.get("world_return") or r["episode_return"])) for r in rows]
-        grid.append(row)
+        grid.append(grid_row(label, world, episodes, total, extra))
+        row = grid[-1]
         ctx.say(f"grid 8 agents view 3, {label}: greedy {row['greedy_world_return']:.1f} in {row['wall_s']:.0f} s")
     cnn_wall = grid[0]["wall_s"]
     grid[1]["world_return_at_cnn_wall"] = last_logged(grid[1]["rows"], cnn_wall)
+    # The CNN again, for as many steps as fit in the GRU run's wall-clock (scaled by the two runs' times).
+    longer = int(total * grid[1]["wall_s"] / cnn_wall)
+    grid.append(grid_row("cnn, the GRU's wall-clock", world, episodes, longer, {}))
+    ctx.say(
+        f"grid 8 agents view 3, cnn for {longer:,} steps: greedy {grid[2]['greedy_world_return']:.1f} in {grid[2]['wall_s']:.0f} s"
+    )
     out["grid"] = grid
+
+    qgrid = []
+    for algo in ("dqn", "pqn"):
+        total = ctx.pick(8192, 1e6, None)
+        length = {} if total is None else {"total_timesteps": total}
+        if algo == "dqn" and total is not None:
+            length["algo.learning_starts"] = min(10_000, int(total) // 4)
+        s, rows, _, figures = evaluated_run("grid", episodes, algo=algo, **length)
+        row = {"algo": algo, "env_steps": s["env_steps_per_seed"], "wall_s": s["wall_s"], "sps": s["sps"]}
+        row.update(final_return=s.get("final_return"), greedy_return=figures["return"]["mean"])
+        qgrid.append(row)
+        ctx.say(
+            f"grid {algo}: greedy {row['greedy_return']:.1f} in {row['wall_s']:.0f} s, {fmt_rate(row['sps'])} steps/s"
+        )
+    out["q_grid"] = qgrid
 
     total = ctx.pick(4096, 2e5, 2e6)
     s, rows, _ = whole_run("Breakout-MinAtar", **MINATAR, total_timesteps=total)
@@ -146,7 +175,8 @@ def headlines(out: dict[str, Any]) -> list[dict[str, str]]:
     gru, mlp = out["memory_chain"]
     snake = {r["algo"]: r for r in out["snake"]}
     ff, *recurrent = out["recurrent_sps"]
-    cnn, rnn = out["grid"]
+    cnn, rnn, cnn_long = out["grid"]
+    qgrid = {r["algo"]: r for r in out["q_grid"]}
     return [
         {
             "what": "MemoryChain-bsuite, PPO + GRU against feed-forward",
@@ -167,7 +197,14 @@ def headlines(out: dict[str, Any]) -> list[dict[str, str]]:
         },
         {
             "what": "grid, 8 agents, view 3: greedy world return, CNN + GRU against CNN",
-            "figure": f"{rnn['greedy_world_return']:.1f} in {rnn['wall_s']:.0f} s against {cnn['greedy_world_return']:.1f} in {cnn['wall_s']:.0f} s",
+            "figure": f"{rnn['greedy_world_return']:.1f} in {rnn['wall_s']:.0f} s against {cnn['greedy_world_return']:.1f}"
+            f" in {cnn['wall_s']:.0f} s (same steps) and {cnn_long['greedy_world_return']:.1f} in {cnn_long['wall_s']:.0f} s"
+            f" ({cnn_long['env_steps']:,} steps)",
+        },
+        {
+            "what": "grid, PQN against DQN (shipped configs): greedy return",
+            "figure": f"{qgrid['pqn']['greedy_return']:.1f} in {qgrid['pqn']['wall_s']:.0f} s ({fmt_rate(qgrid['pqn']['sps'])}/s)"
+            f" against {qgrid['dqn']['greedy_return']:.1f} in {qgrid['dqn']['wall_s']:.0f} s ({fmt_rate(qgrid['dqn']['sps'])}/s)",
         },
     ]
 
@@ -223,6 +260,17 @@ def report(result: dict[str, Any]) -> str:
     at = result["grid"][1].get("world_return_at_cnn_wall")
     if at is not None:
         md.append(f"\nThe GRU run's training world return at the CNN run's wall-clock: {at:.1f}.")
+    md += [
+        "",
+        "Grid world, 1 agent, shipped configs, seed 0:",
+        "",
+        "| algo | env steps | wall-clock s | steps/s | final return | greedy return |",
+        "|---|---|---|---|---|---|",
+    ]
+    for r in result["q_grid"]:
+        md.append(
+            f"| {r['algo']} | {r['env_steps']:,} | {r['wall_s']:.0f} | {fmt_rate(r['sps'])} | {num(r['final_return'], 2)} | {r['greedy_return']:.2f} |"
+        )
     m = result["minatar"]
     md += [
         "",
