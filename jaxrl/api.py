@@ -105,11 +105,14 @@ def _prepare(cfg: TrainConfig) -> tuple[Any, Any, Any]:
         check_loggers(logger_names(cfg.logger))
     except ImportError as e:
         raise ConfigError(str(e)) from None
+    from jaxrl.mesh import layout
+
     devices = select_device(cfg.device)
+    lay = layout(cfg, devices)  # ConfigError when the device count does not fit the run
     if cfg.compile_cache:
         use_persistent_cache(cfg.compile_cache)  # ConfigError when it is not a usable directory
     env, env_params = make_env(cfg)
-    program = Program(cfg, env, env_params)
+    program = Program(cfg, env, env_params, layout=lay)
     program.check_memory(devices[0])
     return devices, program, for_config(cfg, env, env_params, program.steps_per_update)
 
@@ -150,7 +153,8 @@ def _compile(cfg, resolved, program, run_dir, device, devices, checkpoints, prog
     """(context, runner) of a fresh or resumed run: restored when resuming, compiled, announced."""
     from jaxrl.driver import RunContext, RunProgress
 
-    print(f"device: {device.platform} x{len(devices)} ({device.device_kind})", flush=True)
+    used = "" if program.layout is None else f"; using {program.layout.describe()}"
+    print(f"device: {device.platform} x{len(devices)} ({device.device_kind}){used}", flush=True)
     print(
         f"env: {cfg.env.name} | algo: {cfg.algo.name} | seeds: {cfg.num_seeds} | envs/seed: {cfg.num_envs}"
         f" | run dir: {run_dir}",

@@ -52,6 +52,9 @@ class TrainConfig:
     run_dir: str | None = None  # where outputs go; default runs/<env>-<algo>-<time>
     overwrite: bool = False  # start anyway in a run_dir that holds a run: the old run is moved aside, not deleted
     device: str = "auto"  # auto | cpu | tpu | gpu | metal
+    devices: Any = 1  # local devices of that platform the run shards over: a number or all
+    seed_devices: int = 1  # of those devices, how many split the seeds (the rest split each seed's envs)
+    env_groups: int | None = None  # env groups that shuffle and sample alone; default: devices along env
     precision: str = "fp32"  # fp32 | tf32 (TensorFloat-32 matmuls) | bf16 (bfloat16 network, float32 params)
     compile_cache: str | None = None  # jax's persistent compilation cache dir: a second start skips compiling
     progress: bool = True  # live progress line on a terminal (plain lines otherwise)
@@ -131,6 +134,32 @@ def agents_per_world(cfg: TrainConfig) -> int:
     return int(getattr(cfg.env, "num_agents", None) or 1)
 
 
+def env_groups(cfg: TrainConfig) -> int:
+    """The env groups a run's algorithm shuffles and samples in (`jaxrl.groups`): env_groups, once the
+    device layout has filled it in (`jaxrl.mesh`), else 1."""
+    return cfg.env_groups or 1
+
+
+def check_layout(cfg: TrainConfig) -> None:
+    """The device settings as written (what needs the device count is checked in `jaxrl.mesh`)."""
+    d = cfg.devices
+    if not (d == "all" or (isinstance(d, int) and not isinstance(d, bool) and 1 <= d <= 65536)):
+        raise ConfigError(f"devices={d} is invalid: a number of devices (1, 2, ...) or all")
+    s = cfg.seed_devices
+    if not isinstance(s, int) or isinstance(s, bool) or s < 1:
+        raise ConfigError(f"seed_devices={s} is invalid: a number of devices >= 1")
+    if cfg.num_seeds % s:
+        raise ConfigError(
+            f"seed_devices={s} must divide num_seeds={cfg.num_seeds}: each device of the seed axis holds as many seeds"
+        )
+    g = cfg.env_groups
+    if g is not None:
+        if not isinstance(g, int) or isinstance(g, bool) or g < 1:
+            raise ConfigError(f"env_groups={g} is invalid: a number of groups >= 1")
+        if cfg.num_envs % g:
+            raise ConfigError(f"env_groups={g} must divide num_envs={cfg.num_envs}: every group holds as many envs")
+
+
 def validate(cfg: TrainConfig) -> None:
     """Check values and relations; raise ConfigError naming the first bad one."""
     if not 0 <= cfg.seed <= SEED_MAX:
@@ -161,6 +190,7 @@ def validate(cfg: TrainConfig) -> None:
         positive("checkpoint.every_minutes", c.every_minutes)
     if cfg.device not in DEVICES:
         raise ConfigError(f"device={cfg.device} is invalid: allowed {', '.join(DEVICES)}")
+    check_layout(cfg)
     if cfg.precision not in PRECISIONS:
         raise ConfigError(f"precision={cfg.precision} is invalid: allowed {', '.join(PRECISIONS)}")
     check_numbers("algo.", cfg.algo)

@@ -47,8 +47,15 @@ def over_seeds(fn: Any, num_seeds: int, in_axes: tuple[Any, ...]) -> Any:
 class Program:
     """One algorithm's chunk of `chunk` updates compiled for all seeds, and the calls around it."""
 
-    def __init__(self, cfg: TrainConfig, env: Any, env_params: Any, chunk: int | None = None):
+    def __init__(self, cfg: TrainConfig, env: Any, env_params: Any, chunk: int | None = None, layout: Any = None):
+        """`layout` (`jaxrl.mesh.layout`): the devices the program is sharded over; None, or one device:
+        jax's default device, unsharded. `cfg` has its env_groups filled in for the layout."""
+        if layout is not None:
+            from jaxrl.mesh import resolve
+
+            cfg = resolve(cfg, layout)
         self.cfg = cfg
+        self.layout = layout if layout is not None and layout.size > 1 else None
         self.env, self.env_params = env, env_params
         self.algo: algorithm.Algorithm = algorithm.get(cfg.algo.name).factory(cfg, env, env_params)
         self.num_updates = self.algo.num_updates
@@ -63,8 +70,20 @@ class Program:
         self.agents_per_world = agents_per_world(cfg)
         run_chunk = lambda runner, n: loop.run_chunk(self.guarded_update, runner, n, self.chunk)
         run_chunk, init = (with_matmul_precision(cfg.precision, fn) for fn in (run_chunk, self.algo.init))
-        self._chunk_fn = jax.jit(over_seeds(run_chunk, cfg.num_seeds, (0, None)), donate_argnums=0)
-        self._init_fn = jax.jit(over_seeds(init, cfg.num_seeds, (0,)))
+        chunk_fn, init_fn = over_seeds(run_chunk, cfg.num_seeds, (0, None)), over_seeds(init, cfg.num_seeds, (0,))
+        self.shardings = None
+        if self.layout is None:
+            self._chunk_fn = jax.jit(chunk_fn, donate_argnums=0)
+            self._init_fn = jax.jit(init_fn)
+        else:
+            from jaxrl.mesh import runner_shardings, seed_sharding
+
+            self.shardings = runner_shardings(self.layout, jax.eval_shape(init_fn, self.seed_keys()))
+            stats = seed_sharding(self.layout)
+            self._chunk_fn = jax.jit(
+                chunk_fn, in_shardings=(self.shardings, None), out_shardings=(self.shardings, stats), donate_argnums=0
+            )
+            self._init_fn = jax.jit(init_fn, out_shardings=self.shardings)
         self._compiled = None
 
     def guarded_update(self, runner: Any) -> tuple[Any, UpdateStats]:
@@ -84,10 +103,13 @@ class Program:
         """ConfigError when the algorithm's large allocations for all seeds exceed the device's free memory."""
         from jaxrl.devices import check_fits
 
+        share = 1 if self.layout is None else self.layout.size  # each device holds its seeds' and envs' share
         for block in self.algo.memory():
             seeds = self.cfg.num_seeds
             what = f"{block.what} x {seeds} seeds" if seeds > 1 else block.what
-            check_fits(block.nbytes * seeds, device, what, f"{block.setting} (or num_seeds)")
+            if share > 1:
+                what += f", split over {share} devices"
+            check_fits(block.nbytes * seeds // share, device, what, f"{block.setting} (or num_seeds)")
 
     def seed_keys(self) -> jax.Array:
         """One key per seed: fold_in(key(seed), i)."""
@@ -110,7 +132,7 @@ class Program:
             keys = self.seed_keys()
             init, abstract = compile_aside(self._init_fn, keys)
         else:
-            runner = abstract = jax.device_put(runner)
+            runner = abstract = jax.device_put(runner, self.shardings)
         self._compiled = compile_jit(self._chunk_fn, abstract, jnp.int32(self.chunk))
         if init is not None:
             runner = init.result()(keys)
@@ -121,6 +143,8 @@ class Program:
         """The runner with every seed's envs switched to `params` (traced `EnvParams`)."""
         seeds = self.cfg.num_seeds
         stacked = jax.tree.map(lambda x: np.broadcast_to(x, (seeds, *x.shape)).copy(), params)
+        if self.shardings is not None:
+            stacked = jax.device_put(stacked, self.shardings.envs.params)
         return runner.replace(envs=runner.envs.replace(params=stacked))
 
     def dispatch(self, runner: Any, active: int) -> tuple[Any, UpdateStats]:

@@ -21,6 +21,9 @@ import jax
 import jax.numpy as jnp
 from flax import struct
 
+from jaxrl.groups import group_major, merge_groups
+from jaxrl.groups import keys as group_keys
+
 
 def materialize(tree, token: jax.Array):
     """`tree` unchanged, but computed into buffers before any consumer reads it.
@@ -176,20 +179,40 @@ class ReplayBuffer(ObsCodec):
         """Rows holding data."""
         return jnp.minimum(state.written, self.rows)
 
-    def sample(self, state: ReplayState, key: jax.Array, batch_size: int, n_step: int, gamma: float) -> Batch:
+    def sample(
+        self, state: ReplayState, key: jax.Array, batch_size: int, n_step: int, gamma: float, groups: int = 1
+    ) -> Batch:
         """Uniform transitions among the filled rows whose n-step window is written, with n-step targets.
 
         The window of a transition at (row t, env e) is rows t..t+n-1 of env e, cut after the
         first step that ended an episode; the bootstrap comes from that last step's next
         observation, discounted by gamma^m (m steps summed), and is 0 if it terminated.
         Needs at least n_step filled rows.
+
+        With `groups` > 1 (`jaxrl.groups`) each group of num_envs / groups consecutive env columns
+        gives batch_size / groups of the transitions, drawn from its own columns with its own key,
+        so a device holding a group's columns samples them without reading another's.
         """
+        if groups == 1:
+            return self.sample_columns(state, key, batch_size, n_step, gamma, self.num_envs)
+        split = lambda x: x if x.ndim == 0 else group_major(x, groups, 1)  # (groups, rows, columns / groups, ...)
+        columns = self.num_envs // groups
+        draw = lambda part, k: self.sample_columns(part, k, batch_size // groups, n_step, gamma, columns)
+        batch = jax.vmap(draw, in_axes=(ReplayState(0, 0, 0, 0, 0, 0, None), 0))(
+            jax.tree.map(split, state), group_keys(key, groups)
+        )
+        return jax.tree.map(lambda x: merge_groups(x, 0), batch)
+
+    def sample_columns(
+        self, state: ReplayState, key: jax.Array, batch_size: int, n_step: int, gamma: float, columns: int
+    ) -> Batch:
+        """`sample` from a buffer of `columns` env columns (all of them, or one group's)."""
         filled = self.filled(state)
         oldest = (state.written - filled) % self.rows
         row_key, env_key = jax.random.split(key)
         offset = jax.random.randint(row_key, (batch_size,), 0, jnp.maximum(filled - n_step + 1, 1))
         t = (oldest + offset) % self.rows
-        e = jax.random.randint(env_key, (batch_size,), 0, self.num_envs)
+        e = jax.random.randint(env_key, (batch_size,), 0, columns)
 
         ret = jnp.zeros(batch_size, jnp.float32)
         open_ = jnp.ones(batch_size, bool)  # the window has not hit an episode end yet

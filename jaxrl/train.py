@@ -23,6 +23,7 @@ USAGE = """usage: python -m jaxrl.train [key=value ...]
   seed=0 num_seeds=1 num_envs=1024 total_timesteps=2e7 num_chunks=50
   run_dir=PATH overwrite=false device=auto|cpu|tpu|gpu|metal progress=true|false preset=fast|heavy|beast (ppo)
   experiment=snake_perfect   a shipped recipe (env settings, algorithm, schedule); key=value still overrides it
+  devices=1|N|all seed_devices=1 env_groups=N   shard over local devices (mesh seed x env; README "Several devices")
   checkpoint.every_steps=N checkpoint.every_minutes=10 checkpoint.keep=3
   compile_cache=PATH   jax's persistent compilation cache: a second start loads its programs
   precision=fp32 | tf32 | bf16   full float32 | TensorFloat-32 matmuls (NVIDIA GPUs) | bfloat16 network, float32 params

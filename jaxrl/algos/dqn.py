@@ -21,7 +21,7 @@ from gymnax.environments import spaces
 
 from jaxrl import networks, rollout
 from jaxrl.algorithm import Allocation, register
-from jaxrl.config import ConfigError, TrainConfig, agents_per_world, float32, in_range, positive
+from jaxrl.config import ConfigError, TrainConfig, agents_per_world, env_groups, float32, in_range, positive
 from jaxrl.precision import compute_dtype
 from jaxrl.replay import Batch, ReplayBuffer, ReplayState
 from jaxrl.stats import UpdateStats, all_finite, global_norm
@@ -91,6 +91,12 @@ class DQNConfig:
         if cfg.total_timesteps < vector_steps * cfg.num_envs:
             raise ConfigError(
                 f"total_timesteps={cfg.total_timesteps:g} is below one update ({vector_steps * cfg.num_envs})"
+            )
+        g = env_groups(cfg)
+        if self.batch_size % g:
+            raise ConfigError(
+                f"algo.batch_size={self.batch_size} must divide by env_groups={g}: each group samples as many"
+                " transitions from its own envs"
             )
 
 
@@ -208,6 +214,7 @@ class DQN:
         self.num_actions, self.obs_shape = self.network.num_actions, tuple(obs_space.shape)
         self.vector_steps, self.gradient_steps = schedule(cfg.num_envs, self.algo.train_freq, self.algo.gradient_steps)
         self.buffer = ReplayBuffer.for_space(self.algo.buffer_size, self.vec.streams, obs_space)
+        self.groups = env_groups(cfg)  # env groups that sample their own replay columns (jaxrl.groups)
         self.optimizer = self.optimizer_with(self.algo.lr)  # its state; each step runs at `learning_rate`
 
     # -- derived sizes -----------------------------------------------------------------------
@@ -335,7 +342,8 @@ class DQN:
     def gradient_step(
         self, params: Any, opt_state: Any, target_params: Any, replay: ReplayState, key: jax.Array, lr: jax.Array
     ):
-        batch = self.buffer.sample(replay, key, self.algo.batch_size, self.algo.n_step, self.algo.gamma)
+        a = self.algo
+        batch = self.buffer.sample(replay, key, a.batch_size, a.n_step, a.gamma, self.groups)
         grads, stats = jax.grad(self.loss, has_aux=True)(params, target_params, batch)
         updates, opt_state = self.optimizer_with(lr).update(grads, opt_state, params)
         return optax.apply_updates(params, updates), opt_state, {**stats, "grad_norm": global_norm(grads)}

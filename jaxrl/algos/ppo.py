@@ -21,9 +21,9 @@ import optax
 from flax import struct
 from gymnax.environments import spaces
 
-from jaxrl import losses, networks, rollout, shuffle
+from jaxrl import groups, losses, networks, rollout, shuffle
 from jaxrl.algorithm import Allocation, register
-from jaxrl.config import ConfigError, TrainConfig, agents_per_world, in_range, non_negative, positive
+from jaxrl.config import ConfigError, TrainConfig, agents_per_world, env_groups, in_range, non_negative, positive
 from jaxrl.precision import compute_dtype
 from jaxrl.replay import ObsCodec
 from jaxrl.stats import UpdateStats, all_finite, global_norm
@@ -69,9 +69,14 @@ class PPOConfig:
         positive("algo.clip_eps", self.clip_eps)
         for name in ("ent_coef", "vf_coef"):
             non_negative(f"algo.{name}", getattr(self, name))
-        minibatches(cfg)
+        count = minibatches(cfg)
         if self.network in networks.RECURRENT:
-            sequences(cfg)
+            num_sequences, count = sequences(cfg)
+            groups.check_split(env_groups(cfg), num_sequences, count, "BPTT sequences")
+        else:
+            groups.check_split(
+                env_groups(cfg), cfg.num_envs * agents_per_world(cfg) * self.num_steps, count, "transitions"
+            )
         batch = cfg.num_envs * self.num_steps
         if cfg.total_timesteps < batch:
             raise ConfigError(
@@ -213,6 +218,15 @@ class Transition:
     truncated: jax.Array
 
 
+def group_permutations(key: jax.Array, n: int, count: int, num_groups: int) -> jax.Array:
+    """(count, groups, n / groups): `count` random permutations of each env group's n / groups items
+    (`jaxrl.groups`); with one group, `shuffle.permutations(key, n, count)` itself."""
+    if num_groups == 1:
+        return shuffle.permutations(key, n, count)[:, None]
+    draw = lambda k: shuffle.permutations(k, n // num_groups, count)
+    return jax.vmap(draw, out_axes=1)(groups.keys(key, num_groups))
+
+
 def values_where(value_fn, inputs: Any, mask: jax.Array, rows: int) -> jax.Array:
     """`value_fn(inputs)` on the rows where `mask` holds, 0 elsewhere, evaluated `rows` rows at a time;
     `inputs` is an array or a pytree of them (observation and carry), each with a leading row axis.
@@ -275,6 +289,7 @@ class PPO:
         # 10x10x3 board instead of 300, unpacked per minibatch where the network reads them.
         self.obs_codec = ObsCodec.for_space(self.vec.observation_space(env_params))
         self.horizon = horizon(self.algo)
+        self.groups = env_groups(cfg)  # env groups that shuffle on their own (jaxrl.groups)
         if self.recurrent:
             self.num_sequences, self.num_minibatches = sequences(cfg)
         else:
@@ -405,7 +420,10 @@ class PPO:
         value_fn = lambda inputs: self.value(runner.params, runner.obs_stats, *inputs)
         # Only truncated steps bootstrap from final_observation (a recurrent critic steps on from the
         # carry after this action, before its reset); `collect` fills in the rest.
-        truncated_value = values_where(value_fn, (carry, step.final_obs), step.truncated, self.bootstrap_rows)
+        rows = max(1, self.bootstrap_rows // self.groups)
+        truncated_value = groups.by_group(lambda inputs, mask: values_where(value_fn, inputs, mask, rows), self.groups)(
+            (carry, step.final_obs), step.truncated
+        )
         transition = Transition(
             self.obs_codec.encode(step.obs),
             action,
@@ -517,16 +535,32 @@ class PPO:
         return x.reshape((self.horizon, -1) + x.shape[3:])
 
     def minibatches(self, data: Any, perm: jax.Array) -> Any:
-        """`data` = (trajectory, advantages, targets, memory) cut into minibatches in the order of `perm`,
-        each with a leading minibatch axis. Feed-forward: transitions (perm over batch_size); memory None.
-        Recurrent: whole sequences (perm over sequences), time order kept inside each; memory is
-        (start carries (sequences, ...), resets (horizon, sequences))."""
+        """`data` = (trajectory, advantages, targets, memory) as collected, (num_steps, streams, ...), cut into
+        minibatches with a leading minibatch axis; `perm` is (env groups, what one group shuffles).
+
+        Each env group (`jaxrl.groups`) shuffles its own streams' data in the order of its row of `perm`,
+        and minibatch i is every group's i-th part side by side. Feed-forward: transitions; memory None.
+        Recurrent: whole BPTT sequences, time order kept inside each; memory is (start carries
+        (pieces, streams, ...), resets (num_steps, streams)) and becomes (start carries (sequences, ...),
+        resets (horizon, sequences))."""
+        g = self.groups
+        if g == 1:
+            return self.group_minibatches(data, perm[0])
+        out = jax.vmap(self.group_minibatches)(jax.tree.map(lambda x: groups.group_major(x, g, 1), data), perm)
+        if not self.recurrent:  # (groups, M, N / M, ...)
+            return jax.tree.map(lambda x: groups.merge_groups(x, 1), out)
+        traj, advantages, targets, (starts, resets) = out  # (groups, M, H, N / M, ...); starts (groups, M, N / M, ...)
+        merge = lambda tree, axis: jax.tree.map(lambda x: groups.merge_groups(x, axis), tree)
+        return merge(traj, 2), merge(advantages, 2), merge(targets, 2), (merge(starts, 1), merge(resets, 2))
+
+    def group_minibatches(self, data: Any, perm: jax.Array) -> Any:
+        """`minibatches` of one group's data (all of it with one group), `perm` over its transitions or sequences."""
         m = self.num_minibatches
         if not self.recurrent:
 
             def split(x: jax.Array) -> jax.Array:
-                x = x.reshape((self.batch_size,) + x.shape[2:])[perm]
-                return x.reshape((m, self.minibatch_size) + x.shape[1:])
+                x = x.reshape((-1,) + x.shape[2:])[perm]
+                return x.reshape((m, -1) + x.shape[1:])
 
             return jax.tree.map(split, data)
 
@@ -535,7 +569,8 @@ class PPO:
             return jnp.swapaxes(x.reshape((x.shape[0], m, -1) + x.shape[2:]), 0, 1)
 
         traj, advantages, targets, (starts, resets) = data
-        starts = jax.tree.map(lambda x: x[perm].reshape((m, -1) + x.shape[1:]), starts)
+        traj, advantages, targets, resets = jax.tree.map(self.sequences, (traj, advantages, targets, resets))
+        starts = jax.tree.map(lambda x: x.reshape((-1,) + x.shape[2:])[perm].reshape((m, -1) + x.shape[2:]), starts)
         split = lambda tree: jax.tree.map(split_time, tree)
         return split(traj), split(advantages), split(targets), (starts, split(resets))
 
@@ -561,13 +596,11 @@ class PPO:
         if self.recurrent:
             done = traj.terminated | traj.truncated  # the carry restarts after these steps
             resets = jnp.concatenate([jnp.zeros_like(done[:1]), done[:-1]])
-            seq = jax.tree.map(self.sequences, (traj, advantages, targets, resets))
-            starts = jax.tree.map(lambda x: x.reshape((-1,) + x.shape[2:]), starts)  # (sequences, ...)
-            data = (*seq[:3], (starts, seq[3]))
-            perms = shuffle.permutations(epoch_key, self.num_sequences, self.algo.update_epochs)
+            data = (traj, advantages, targets, (starts, resets))
+            perms = group_permutations(epoch_key, self.num_sequences, self.algo.update_epochs, self.groups)
         else:
             data = (traj, advantages, targets, None)
-            perms = shuffle.permutations(epoch_key, self.batch_size, self.algo.update_epochs)
+            perms = group_permutations(epoch_key, self.batch_size, self.algo.update_epochs, self.groups)
         obs_stats = runner.obs_stats  # the statistics the rollout acted with
         (params, opt_state), loss_stats = jax.lax.scan(
             lambda c, xs: self.epoch(c, *xs, data, obs_stats), carry, (perms, self.learning_rates(runner.update))

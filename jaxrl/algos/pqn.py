@@ -17,11 +17,11 @@ import jax.numpy as jnp
 import optax
 from flax import struct
 
-from jaxrl import losses, rollout, shuffle
+from jaxrl import groups, losses, rollout
 from jaxrl.algorithm import Allocation, register
 from jaxrl.algos.dqn import feed_forward_only, linear_epsilon, q_network
-from jaxrl.algos.ppo import epoch_rates, values_where
-from jaxrl.config import ConfigError, TrainConfig, agents_per_world, in_range, positive
+from jaxrl.algos.ppo import epoch_rates, group_permutations, values_where
+from jaxrl.config import ConfigError, TrainConfig, agents_per_world, env_groups, in_range, positive
 from jaxrl.replay import ObsCodec
 from jaxrl.stats import UpdateStats, all_finite, global_norm
 from jaxrl.vector import VectorEnv
@@ -63,6 +63,8 @@ class PQNConfig:
                 f"algo.num_minibatches={self.num_minibatches} must divide num_envs * algo.num_steps"
                 f" = {cfg.num_envs} * {self.num_steps} = {batch}"
             )
+        agents = agents_per_world(cfg)
+        groups.check_split(env_groups(cfg), batch * agents, self.num_minibatches * agents, "transitions")
         if cfg.total_timesteps < batch:
             raise ConfigError(
                 f"total_timesteps={cfg.total_timesteps:g} is below one update (num_envs * algo.num_steps = {batch})"
@@ -104,6 +106,7 @@ class PQN:
         self.num_actions, self.obs_shape = self.network.num_actions, tuple(obs_space.shape)
         self.obs_codec = ObsCodec.for_space(obs_space)
         self.num_minibatches = self.algo.num_minibatches * agents_per_world(cfg)
+        self.groups = env_groups(cfg)  # env groups that shuffle on their own (jaxrl.groups)
         self.optimizer = self.optimizer_with(self.algo.lr)
 
     # -- derived sizes -------------------------------------------------------------------------
@@ -181,8 +184,10 @@ class PQN:
         action = jnp.where(explore < epsilon, random, jnp.argmax(q, axis=-1))
         envs, step, _, stats = rollout.step(self.vec, envs, action, env_keys)
         q_of = lambda obs: self.network.apply(runner.params, obs).max(axis=-1)
-        rows = max(1, self.vec.streams // 16)
-        truncated_q = values_where(q_of, step.final_obs, step.truncated, rows)  # bootstrap of a cut episode
+        rows = max(1, self.vec.streams // 16 // self.groups)
+        truncated_q = groups.by_group(lambda obs, mask: values_where(q_of, obs, mask, rows), self.groups)(
+            step.final_obs, step.truncated
+        )  # the bootstrap of a cut episode
         transition = Transition(
             self.obs_codec.encode(step.obs),
             action,
@@ -229,13 +234,22 @@ class PQN:
         return (optax.apply_updates(params, updates), opt_state), {**stats, "grad_norm": global_norm(grads)}
 
     def epoch(self, carry, perm: jax.Array, lrs: jax.Array, data):
-        """One pass over the rollout in minibatches of transitions, in the order of `perm`."""
+        """One pass over the rollout in minibatches of transitions; `perm` is (env groups, transitions
+        per group): each group shuffles its own streams' steps, and minibatch i is every group's
+        i-th part side by side (`jaxrl.groups`)."""
 
-        def split(x: jax.Array) -> jax.Array:
-            x = x.reshape((self.batch_size,) + x.shape[2:])[perm]
-            return x.reshape((self.num_minibatches, self.minibatch_size) + x.shape[1:])
+        def split(x: jax.Array, perm: jax.Array) -> jax.Array:
+            x = x.reshape((-1,) + x.shape[2:])[perm]
+            return x.reshape((self.num_minibatches, -1) + x.shape[1:])
 
-        return jax.lax.scan(self.minibatch_step, carry, (*jax.tree.map(split, data), lrs))
+        g = self.groups
+        if g == 1:
+            batches = jax.tree.map(lambda x: split(x, perm[0]), data)
+        else:
+            grouped = jax.tree.map(lambda x: groups.group_major(x, g, 1), data)
+            batches = jax.vmap(lambda d, p: jax.tree.map(lambda x: split(x, p), d))(grouped, perm)
+            batches = jax.tree.map(lambda x: groups.merge_groups(x, 1), batches)
+        return jax.lax.scan(self.minibatch_step, carry, (*batches, lrs))
 
     def update(self, runner: PQNRunner) -> tuple[PQNRunner, UpdateStats]:
         """Collect one rollout, compute its Q(lambda) returns, and regress onto them for update_epochs epochs."""
@@ -246,7 +260,7 @@ class PQN:
         targets = losses.q_lambda_returns(
             traj.reward, traj.next_q, traj.terminated, traj.truncated, a.gamma, a.q_lambda
         )
-        perms = shuffle.permutations(epoch_key, self.batch_size, a.update_epochs)
+        perms = group_permutations(epoch_key, self.batch_size, a.update_epochs, self.groups)
         lrs = epoch_rates(a.lr, a.anneal_lr, runner.update, self.num_updates, a.update_epochs, self.num_minibatches)
         (params, opt_state), loss_stats = jax.lax.scan(
             lambda c, xs: self.epoch(c, *xs, (traj, targets)), (runner.params, runner.opt_state), (perms, lrs)

@@ -1,0 +1,98 @@
+"""Multi-device checks on 4 forced host CPU devices, run by `test_mesh.py` in a subprocess (the
+device count is fixed when jax starts): python tests/multi_device.py OUT_JSON CHECK...
+
+Each check trains tiny runs through the Python API and writes the largest difference it found.
+"""
+
+from __future__ import annotations
+
+import os
+
+os.environ["XLA_FLAGS"] = os.environ.get("XLA_FLAGS", "") + " --xla_force_host_platform_device_count=4"
+
+import json
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+
+import jax
+import numpy as np
+
+import jaxrl
+
+RUNS = {  # (env, settings): every algorithm, recurrent PPO, several agents per world
+    "ppo": ("snake", {}),
+    "ppo_gru": ("MemoryChain-bsuite", {"algo.network": "gru", "algo.rnn_hidden": 16}),
+    "ppo_agents": ({"name": "grid", "num_agents": 2}, {"algo.num_steps": 8}),
+    "pqn": ("snake", {"algo": "pqn"}),
+    "dqn": ("snake", {"algo": "dqn", "algo.learning_starts": 512, "algo.batch_size": 64}),
+}
+
+
+def leaves(runner) -> list[np.ndarray]:
+    out = []
+    for x in jax.tree.leaves(runner):
+        if jax.dtypes.issubdtype(x.dtype, jax.dtypes.prng_key):
+            x = jax.random.key_data(x)
+        out.append(np.asarray(x))
+    return out
+
+
+def difference(a, b) -> float:
+    """Largest absolute difference between two runners' float leaves; inf if an integer leaf differs."""
+    worst = 0.0
+    for x, y in zip(leaves(a), leaves(b), strict=True):
+        if x.dtype.kind == "f":
+            worst = max(worst, float(np.max(np.abs(x - y))) if x.size else 0.0)
+        elif not np.array_equal(x, y):
+            return float("inf")
+    return worst
+
+
+def train(root: Path, name: str, env, **settings):
+    base = {"num_envs": 16, "total_timesteps": 4096, "num_chunks": 2, "device": "cpu", "progress": False}
+    return jaxrl.train(env=env, run_dir=root / name, **{**base, **settings})
+
+
+def same_math(root: Path, which: str) -> dict:
+    """4 devices against 1 device with the same envs in 4 env groups: the same final runner."""
+    env, settings = RUNS[which]
+    four = train(root, f"{which}-4", env, devices=4, **settings)
+    one = train(root, f"{which}-1", env, devices=1, env_groups=4, **settings)
+    return {
+        "difference": difference(four.restore()[1], one.restore()[1]),
+        "summary_4": four.summary["final_return"],
+        "summary_1": one.summary["final_return"],
+    }
+
+
+def restore_elsewhere(root: Path) -> dict:
+    """A run saved on 4 devices, resumed from its half-way checkpoint on 1 and on 2 devices, ends
+    where the 4-device run ended (env_groups kept at 4, so the math is the same)."""
+    settings = {"total_timesteps": 8192, "checkpoint.every_steps": 4096, "checkpoint.keep": 5}
+    whole = train(root, "save-4", "snake", devices=4, **settings)
+    end = whole.restore()[1]
+    out = {}
+    for n in (1, 2):
+        copy = root / f"resume-{n}"
+        shutil.copytree(whole.run_dir, copy)
+        last = max((p for p in (copy / "checkpoints").iterdir() if p.name.isdigit()), key=lambda p: int(p.name))
+        shutil.rmtree(last)  # back to the half-way checkpoint
+        resumed = jaxrl.train(resume=copy, devices=n, env_groups=4, progress=False)
+        out[f"devices_{n}"] = difference(end, resumed.restore()[1])
+    return out
+
+
+def main() -> None:
+    path, checks = Path(sys.argv[1]), sys.argv[2:]
+    results = {"devices": len(jax.devices("cpu"))}
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        for check in checks:
+            results[check] = restore_elsewhere(root) if check == "restore" else same_math(root, check)
+    path.write_text(json.dumps(results))
+
+
+if __name__ == "__main__":
+    main()
