@@ -37,8 +37,16 @@ def _configs_from_source_tree() -> None:
 
 _configs_from_source_tree()
 
-from jaxrl.api import Policy, Run, load, train
-from jaxrl.config import ConfigError
-from jaxrl.errors import NonFiniteError, SaveError
+from jaxrl.errors import ConfigError, NonFiniteError, SaveError
 
 __all__ = ["ConfigError", "NonFiniteError", "Policy", "Run", "SaveError", "load", "train"]
+
+
+def __getattr__(name: str):
+    """`jaxrl.train`, `jaxrl.load`, `Run` and `Policy`, imported on first use: importing jaxrl alone starts
+    nothing of jax (a distributed run must join its processes first, `jaxrl.distributed`)."""
+    if name in ("Policy", "Run", "load", "train"):
+        from jaxrl import api
+
+        return getattr(api, name)
+    raise AttributeError(f"module 'jaxrl' has no attribute {name!r}")

@@ -39,13 +39,18 @@ class Algorithm(Protocol):
     A runner is a `flax.struct` dataclass with at least `envs: jaxrl.rollout.Streams` and
     `update: jax.Array` (updates done); the rest (parameters, optimizer state, replay, keys)
     is the algorithm's own.
+
+    A sweep (`jaxrl.sweep`) builds the algorithm again inside the traced program from a config
+    whose swept float fields are traced scalars: the constructor and the math must treat those
+    fields as numbers (no Python `if` or `max` on them), which the sweep tests check for every
+    float field of every registered algorithm.
     """
 
     num_updates: int  # updates in the run (total_timesteps rounded down to whole updates)
     steps_per_update: int  # env (world) steps per update per seed
 
-    def init(self, key: jax.Array) -> Any:
-        """A fresh runner for one seed."""
+    def init(self, key: jax.Array, env_params: Any = None) -> Any:
+        """A fresh runner for one seed, its envs started with `env_params` (None: the algorithm's own)."""
         ...
 
     def update(self, runner: Any) -> tuple[Any, UpdateStats]:

@@ -113,8 +113,18 @@ def _prepare(cfg: TrainConfig) -> tuple[Any, Any, Any]:
         use_persistent_cache(cfg.compile_cache)  # ConfigError when it is not a usable directory
     env, env_params = make_env(cfg)
     program = Program(cfg, env, env_params, layout=lay)
-    program.check_memory(devices[0])
-    return devices, program, for_config(cfg, env, env_params, program.steps_per_update)
+    import jax
+
+    program.check_memory(next(d for d in devices if d.process_index == jax.process_index()))  # one of this host's
+    curriculum = for_config(cfg, env, env_params, program.steps_per_update)
+    for phase in curriculum.phases if curriculum is not None else []:
+        clash = [f for f in program.swept_env_fields if f in phase.overrides]
+        if clash:
+            raise ConfigError(
+                f"curriculum phase {phase.index} sets env.{clash[0]}, which the sweep sets per member"
+                f" ({' '.join(program.sweep.keys)}): a phase cannot change it"
+            )
+    return devices, program, curriculum
 
 
 def _start(cfg: TrainConfig, resolved: Any, resume: Path | None) -> tuple[Any, Any, Any]:
@@ -125,48 +135,79 @@ def _start(cfg: TrainConfig, resolved: Any, resume: Path | None) -> tuple[Any, A
     from jaxrl.driver import RunProgress
     from jaxrl.rundir import check_writable, claim, move_aside, refuse_taken
 
-    run_dir = resume or (Path(cfg.run_dir).expanduser() if cfg.run_dir else default_run_dir(cfg))
+    from jaxrl.distributed import barrier, broadcast_text, is_primary
+
+    primary = is_primary()  # process 0 (always, on one host): the one that writes the run's files
+    run_dir = resume or (Path(cfg.run_dir).expanduser() if cfg.run_dir else None)
+    if run_dir is None:  # named by the time: process 0's name for every process
+        run_dir = Path(broadcast_text(str(default_run_dir(cfg)) if primary else ""))
     devices, program, curriculum = _prepare(cfg)  # every check of the config first
     if resume is None:
         refuse_taken(run_dir, cfg.overwrite)
+    barrier("jaxrl-run-dir-checked")  # every process has looked before process 0 claims it
     device = devices[0]
-    moved = move_aside(run_dir) if resume is None and cfg.overwrite else None
+    moved = move_aside(run_dir) if resume is None and cfg.overwrite and primary else None
     if moved is not None:
         print(f"overwrite=true: the run that was in {run_dir} is now in {moved}", flush=True)
-    check_writable(run_dir)
-    config_text = OmegaConf.to_yaml(resolved, resolve=True)  # with any resume overrides
-    if resume is None:
+    if primary:
+        check_writable(run_dir)
+    config_text = OmegaConf.to_yaml(portable(resolved), resolve=True)  # with any resume overrides
+    if resume is None and primary:
         claim(run_dir, config_text)  # atomic: two starts in one run_dir cannot both get here
+    barrier("jaxrl-run-dir-claimed")
     progress = RunProgress()
-    checkpoints = Checkpointer(run_dir / "checkpoints", keep=cfg.checkpoint.keep, run_id=progress.run_id)
+    checkpoints = Checkpointer(
+        run_dir / "checkpoints", keep=cfg.checkpoint.keep, run_id=progress.run_id, shardings=program.shardings
+    )
     try:
         ctx, runner = _compile(cfg, resolved, program, run_dir, device, devices, checkpoints, progress, resume)
     except BaseException:
         checkpoints.close()
         raise
-    if resume is not None:
+    if resume is not None and primary:
         (run_dir / "config.yaml").write_text(config_text)
     return ctx, runner, (checkpoints, curriculum)
+
+
+def portable(resolved: Any) -> Any:
+    """The resolved config as config.yaml keeps it: without where and how a distributed run's processes
+    met (`coordinator_address`, `num_processes`, `process_id`), which belong to one launch (a resume on
+    another cluster, or on one host with distributed=false, gives its own)."""
+    from omegaconf import OmegaConf, open_dict
+
+    launch = ("coordinator_address", "num_processes", "process_id")
+    if all(resolved.get(k) is None for k in launch):
+        return resolved
+    copy = OmegaConf.create(OmegaConf.to_container(resolved))
+    with open_dict(copy):
+        for key in launch:
+            copy[key] = None
+    return copy
 
 
 def _compile(cfg, resolved, program, run_dir, device, devices, checkpoints, progress, resume) -> tuple[Any, Any]:
     """(context, runner) of a fresh or resumed run: restored when resuming, compiled, announced."""
     from jaxrl.driver import RunContext, RunProgress
 
+    from jaxrl.distributed import is_primary
+
+    say = print if is_primary() else (lambda *args, **kwargs: None)  # process 0 speaks for a distributed run
     used = "" if program.layout is None else f"; using {program.layout.describe()}"
-    print(f"device: {device.platform} x{len(devices)} ({device.device_kind}){used}", flush=True)
-    print(
+    say(f"device: {device.platform} x{len(devices)} ({device.device_kind}){used}", flush=True)
+    say(
         f"env: {cfg.env.name} | algo: {cfg.algo.name} | seeds: {cfg.num_seeds} | envs/seed: {cfg.num_envs}"
         f" | run dir: {run_dir}",
         flush=True,
     )
+    if program.sweep.keys:
+        say(f"sweep: {program.sweep.size} members x {cfg.num_seeds} seeds in one program ({', '.join(program.sweep.keys)})")
     runner = None
     if resume is not None:
         warn = lambda line: print(line, file=sys.stderr, flush=True)
         step, runner, meta = checkpoints.restore_latest(program.abstract_runner(), warn=warn)
         progress = RunProgress.from_meta(meta)
         checkpoints.run_id = progress.run_id
-        print(f"resumed from {checkpoints.path(step)} ({step:,} env steps per seed)", flush=True)
+        say(f"resumed from {checkpoints.path(step)} ({step:,} env steps per seed)", flush=True)
     runner, compile_s = program.compile(runner)
     progress.compile_s += compile_s
     total = program.num_updates * program.steps_per_update
@@ -175,9 +216,7 @@ def _compile(cfg, resolved, program, run_dir, device, devices, checkpoints, prog
         if total == int(cfg.total_timesteps)
         else f" ({total:,} env steps: total_timesteps rounded down to whole updates)"
     )
-    print(
-        f"compiled in {compile_s:.1f}s; {program.num_updates} updates in chunks of {program.chunk}{rounded}", flush=True
-    )
+    say(f"compiled in {compile_s:.1f}s; {program.num_updates} updates in chunks of {program.chunk}{rounded}", flush=True)
     ctx = RunContext(cfg, resolved, program, run_dir, progress, device=device, resumed=resume is not None)
     if resume is not None:
         ctx.saved = checkpoints.path(step)  # the last good checkpoint until this process saves one
@@ -191,13 +230,16 @@ def run_training(cfg: TrainConfig, resolved: Any, resume: Path | None = None, ho
     from jaxrl.errors import NonFiniteError
 
     ctx, runner, (checkpoints, curriculum) = _start(cfg, resolved, resume)
+    from jaxrl.distributed import is_primary
+
     schedule = [jobs.CurriculumHook(curriculum)] if curriculum is not None else []
+    writes = is_primary()  # a distributed run's other processes write no logs, metrics or summary
     chain = [
         *schedule,
-        jobs.MetricsHook(schedule[0] if schedule else None),
+        *([jobs.MetricsHook(schedule[0] if schedule else None)] if writes else []),
         jobs.CheckpointHook(checkpoints),
         *hooks,
-        jobs.SummaryHook(),
+        *([jobs.SummaryHook()] if writes else []),
     ]
     broken = None
     try:
@@ -229,10 +271,13 @@ def compose(overrides: list[str], resume: str | Path | None = None) -> tuple[Tra
     of a new run or of `resume=RUN_DIR`; ConfigError (one line) otherwise."""
     from jaxrl.cli_config import compose_config, resume_config
 
-    if resume is None:
+    from jaxrl.distributed import join_early
+
+    run_dir = None if resume is None else Path(resume).expanduser()
+    join_early(overrides, None if run_dir is None else run_dir / "config.yaml")  # before jax starts
+    if run_dir is None:
         cfg, resolved = compose_config(overrides)
         return cfg, resolved, None
-    run_dir = Path(resume).expanduser()
     cfg, resolved, saved = resume_config(run_dir, overrides)
     if overrides:
         check_same_state(saved, cfg, overrides)
@@ -346,20 +391,37 @@ class Run:
         self._restored[step] = (found, runner, program)
         return self._restored[step]
 
-    def evaluate(self, episodes: int = 100, greedy: bool = True, seed: int = 0, step: int | None = None) -> dict:
-        """Play `episodes` per seed; the eval.json dict (also written). No replay is drawn."""
+    @property
+    def ranking(self) -> list[dict[str, Any]] | None:
+        """A sweep's members (settings, final figures over their seeds), best final return first; None
+        without a sweep or before the run has ended."""
+        summary = self.summary
+        return None if summary is None else summary.get("members")
+
+    def evaluate(
+        self, episodes: int = 100, greedy: bool = True, seed: int = 0, step: int | None = None, member: int | None = None
+    ) -> dict:
+        """Play `episodes` per seed (of a sweep's `member`, default the best); the eval.json dict (also written).
+        No replay is drawn."""
         from jaxrl.eval import evaluate
 
-        return evaluate(self, episodes=episodes, greedy=greedy, seed=seed, step=step, render="none")
+        return evaluate(self, episodes=episodes, greedy=greedy, seed=seed, step=step, render="none", member=member)
 
-    def replay(self, path: str | Path | None = None, episodes: int = 100, greedy: bool = True, fps: int = 10) -> Path:
+    def replay(
+        self,
+        path: str | Path | None = None,
+        episodes: int = 100,
+        greedy: bool = True,
+        fps: int = 10,
+        member: int | None = None,
+    ) -> Path:
         """The GIF of the best of `episodes` episodes per seed (default RUN_DIR/replay.gif)."""
         from jaxrl.config import make_env
         from jaxrl.eval import evaluate
 
         if not hasattr(make_env(self.config)[0], "render_rgb"):  # before anything is written
             raise ConfigError(f"{self.config.env.name} does not draw itself as a picture; no replay")
-        result = evaluate(self, episodes=episodes, greedy=greedy, render="gif", fps=fps, out=path)
+        result = evaluate(self, episodes=episodes, greedy=greedy, render="gif", fps=fps, out=path, member=member)
         return Path(result["replay"])
 
     def env(self) -> tuple[Any, Any]:
@@ -374,13 +436,18 @@ class Run:
         """The greedy policy of seed 0 at the newest checkpoint (see `policy_of` for others)."""
         return self.policy_of()
 
-    def policy_of(self, seed: int = 0, greedy: bool = True, step: int | None = None) -> Policy:
-        """The policy of one seed at a checkpoint: greedy, or acting as in training."""
+    def policy_of(self, seed: int = 0, greedy: bool = True, step: int | None = None, member: int = 0) -> Policy:
+        """The policy of one seed (of a sweep's `member`) at a checkpoint: greedy, or acting as in training."""
         import jax
 
         _, runner, program = self.restore(step)
-        params = jax.tree.map(lambda x: x[seed], program.algo.policy_params(runner))
-        return Policy(jax.jit(program.policy(greedy)), params, program.algo.initial_carry)
+        seeds, members = self.config.num_seeds, program.sweep.size
+        if not 0 <= seed < seeds or not 0 <= member < members:
+            raise ConfigError(
+                f"seed={seed}, member={member} is invalid: the run has seeds 0..{seeds - 1}, members 0..{members - 1}"
+            )
+        params = jax.tree.map(lambda x: x[member * seeds + seed], program.algo.policy_params(runner))
+        return Policy(jax.jit(program.policy(greedy, member)), params, program.algo.initial_carry)
 
 
 def _number(text: str) -> Any:

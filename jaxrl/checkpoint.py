@@ -82,6 +82,18 @@ def _zeros_like_saved(a: Any) -> np.ndarray:
     return np.zeros(s.shape, s.dtype)
 
 
+def device_state(runner: Any) -> Any:
+    """A runner as orbax saves it from devices: typed PRNG keys as their raw uint32 data (the layout
+    `to_host` writes, so either kind of checkpoint restores both ways)."""
+    return jax.tree.map(lambda x: jax.random.key_data(x) if _is_key(x) else x, runner)
+
+
+def _abstract_saved(a: Any, sharding: Any) -> jax.ShapeDtypeStruct:
+    """What orbax restores leaf `a` into on a mesh: its saved shape and dtype, placed with `sharding`."""
+    s = jax.eval_shape(jax.random.key_data, a) if _is_key(a) else a
+    return jax.ShapeDtypeStruct(s.shape, s.dtype, sharding=sharding)
+
+
 class Checkpointer:
     """Saves and restores runner states under one directory, keeping the newest `keep`.
 
@@ -91,11 +103,16 @@ class Checkpointer:
     replaces a checkpoint.
     """
 
-    def __init__(self, directory: Path, keep: int = 3, run_id: str | None = None):
+    def __init__(self, directory: Path, keep: int = 3, run_id: str | None = None, shardings: Any = None):
+        """`shardings`: the runner's shardings on the run's mesh. When the mesh spans several processes
+        (a distributed run) every process saves its own shards of the device arrays through orbax's
+        multi-host support, at once and all together, and restores straight onto `shardings`."""
         import orbax.checkpoint as ocp
 
         self.directory = Path(directory).absolute()
         self.run_id = run_id  # written into every checkpoint's meta; a save never replaces another run's
+        self.shardings = shardings
+        self.multihost = jax.process_count() > 1 and shardings is not None
         options = ocp.CheckpointManagerOptions(
             max_to_keep=keep, enable_async_checkpointing=False, create=True, cleanup_tmp_directories=True
         )
@@ -124,13 +141,22 @@ class Checkpointer:
             "run_id": self.run_id,
             "saved_at": datetime.now(UTC).isoformat(timespec="seconds"),
         }
+        if self.multihost:  # every process writes its shards now, all together (orbax syncs them)
+            done: Future = Future()
+            try:
+                self._write(step, device_state(runner), meta)
+                done.set_result(None)
+            except BaseException as e:  # noqa: BLE001  (reported like a background write's failure)
+                done.set_exception(e)
+            self._pending = (step, done)
+            return self.finish()
         state = to_host(runner)  # copied now: the next chunk donates the device buffers
         self._pending = (step, self._pool.submit(self._write, step, state, meta))
         return self.finish() if wait else previous
 
     def _write(self, step: int, state: Any, meta: dict[str, Any]) -> None:
         ocp = self._ocp
-        needed = sum(np.asarray(x).nbytes for x in jax.tree.leaves(state)) + 2**17  # + orbax's own files
+        needed = sum(x.nbytes for x in jax.tree.leaves(state)) + 2**17  # + orbax's own files
         free = shutil.disk_usage(self.directory).free
         if free < needed:
             raise OSError(
@@ -145,7 +171,7 @@ class Checkpointer:
         try:
             self._manager.save(step, args=args, force=True)
         except BaseException:
-            for partial in self.directory.glob(f"{step}.orbax-checkpoint-tmp*"):
+            for partial in self.directory.glob(f"{step}.orbax-checkpoint-tmp*") if not self.multihost else []:
                 shutil.rmtree(partial, ignore_errors=True)
             raise
         finally:
@@ -163,8 +189,12 @@ class Checkpointer:
                 f"checkpoint {self.path(step)} belongs to another run (run id {owner}); it is not replaced"
                 " (do two runs write to this run_dir?)"
             )
+        from jaxrl.distributed import barrier, is_primary
+
         stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
-        self.path(step).rename(self.directory / f"{step}.unreadable-{stamp}")
+        if is_primary():
+            self.path(step).rename(self.directory / f"{step}.unreadable-{stamp}")
+        barrier("jaxrl-checkpoint-set-aside")
         self._manager.reload()
 
     def finish(self) -> SaveOutcome:
@@ -194,7 +224,10 @@ class Checkpointer:
                 f"checkpoint {self.path(step)} has format {saved_format}; this jaxrl reads format {FORMAT}"
                 " (train it again, or evaluate it with the jaxrl version that wrote it)"
             )
-        target = jax.tree.map(_zeros_like_saved, abstract)
+        if self.multihost:  # each process reads the shards its devices hold
+            target = jax.tree.map(_abstract_saved, abstract, self.shardings)
+        else:
+            target = jax.tree.map(_zeros_like_saved, abstract)
         restored = self._manager.restore(
             step,
             args=ocp.args.Composite(state=ocp.args.StandardRestore(target), meta=ocp.args.JsonRestore()),

@@ -99,6 +99,21 @@ class UsageError(ConfigError):
     """Bad command-line input; the message is one line."""
 
 
+def _sweep_override(item: str) -> str:
+    """`sweep.algo.lr=[...]` as the override Hydra takes (`++`: the sweep dict takes new keys); UsageError for
+    Hydra's own multirun syntax (`sweep.algo.lr=1,2`), which is not a sweep as one program."""
+    key, _, value = item.partition("=")
+    bare = key.lstrip("+~")
+    if bare != "sweep" and not bare.startswith("sweep."):
+        return item
+    if bare == "sweep" or bare.count(".") != 2:
+        raise UsageError(f"{item}: a sweep key is sweep.algo.<setting> or sweep.env.<field>, e.g. sweep.algo.lr=[1e-4,3e-4]")
+    text = value.strip()
+    if "," in text and not text.startswith("["):
+        raise UsageError(f"{item} is invalid: a sweep takes a list in brackets, e.g. {bare}=[{text}]")
+    return f"++{bare}={value}"
+
+
 def compose_config(overrides: list[str]) -> tuple[TrainConfig, Any]:
     """(typed, validated TrainConfig, resolved DictConfig) for these overrides; UsageError otherwise."""
     from hydra import compose, initialize_config_module
@@ -111,6 +126,7 @@ def compose_config(overrides: list[str]) -> tuple[TrainConfig, Any]:
     for item in overrides:
         if "=" not in item:
             raise UsageError(f"bad argument '{item}': expected key=value (see `python -m jaxrl.train --help`)")
+    overrides = [_sweep_override(item) for item in overrides]
     env_name = _group_choice(overrides, "env")
     algo = _group_choice(overrides, "algo")
     experiment = _group_choice(overrides, "experiment")
@@ -176,8 +192,10 @@ def resume_config(run_dir, overrides: list[str], flag: str = "resume") -> tuple[
             raise UsageError(f"bad argument '{item}': expected key=value (see `python -m jaxrl.train --help`)")
         if key.lstrip("+~") == "overwrite":
             raise UsageError(f"{item}: overwrite= starts a new run in a taken run_dir; resume= continues the run there")
-        if key.lstrip("+~") in RESUME_FIXED:
-            raise UsageError(f"{item}: a resumed run keeps its {key}; start a new run to change it")
+        bare = key.lstrip("+~")
+        if bare in RESUME_FIXED or bare.split(".")[0] == "sweep":
+            kept = bare.split(".")[0] if bare.startswith("sweep") else key
+            raise UsageError(f"{item}: a resumed run keeps its {kept}; start a new run to change it")
     try:
         saved = OmegaConf.load(run_dir / "config.yaml")
         env_name, algo_name = str(saved.env.name), str(saved.algo.name)

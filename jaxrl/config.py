@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from envs.base import INT32_MAX  # counts and sizes become int32 inside the compiled program
+from jaxrl.errors import ConfigError
 from jaxrl.networks import ACTIVATIONS, NETWORKS, RECURRENT
 from jaxrl.precision import PRECISIONS
 
@@ -23,10 +24,6 @@ def logger_names(value: Any) -> tuple[str, ...]:
     """`logger` as a tuple of names: a name, a list of names, or names joined by commas."""
     items = value.split(",") if isinstance(value, str) else list(value)
     return tuple(str(item).strip() for item in items if str(item).strip())
-
-
-class ConfigError(ValueError):
-    """A config value or combination that cannot run."""
 
 
 @dataclass
@@ -46,6 +43,7 @@ class TrainConfig:
     algo: Any = None  # algo group: ppo | dqn
     seed: int = 0  # base seed; seed i of num_seeds uses fold_in(seed, i)
     num_seeds: int = 1  # independent agents trained side by side in one program (a vmap axis)
+    sweep: dict[str, Any] = field(default_factory=dict)  # {algo: {lr: [1e-4, 3e-4]}}: members trained beside the seeds
     num_envs: int = 4  # parallel envs per seed
     total_timesteps: float = 5e5  # env steps per seed (accepts 2e6), rounded down to whole updates
     num_chunks: int = 50  # host round-trips over the run: progress lines and metrics rows
@@ -55,6 +53,10 @@ class TrainConfig:
     devices: Any = 1  # local devices of that platform the run shards over: a number or all
     seed_devices: int = 1  # of those devices, how many split the seeds (the rest split each seed's envs)
     env_groups: int | None = None  # env groups that shuffle and sample alone; default: devices along env
+    distributed: bool = False  # one run over several processes (hosts): jax.distributed.initialize(), devices=all
+    coordinator_address: str | None = None  # HOST:PORT of process 0; default JAX_COORDINATOR_ADDRESS, or the cluster's
+    num_processes: int | None = None  # processes in the run; default JAX_NUM_PROCESSES, or the cluster's (SLURM)
+    process_id: int | None = None  # this process's index; default JAX_PROCESS_ID, or the cluster's (SLURM_PROCID)
     precision: str = "fp32"  # fp32 | tf32 (TensorFloat-32 matmuls) | bf16 (bfloat16 network, float32 params)
     compile_cache: str | None = None  # jax's persistent compilation cache dir: a second start skips compiling
     progress: bool = True  # live progress line on a terminal (plain lines otherwise)
@@ -140,6 +142,14 @@ def env_groups(cfg: TrainConfig) -> int:
     return cfg.env_groups or 1
 
 
+def population(cfg: TrainConfig) -> int:
+    """Agents trained side by side in one program: sweep members x num_seeds (the seed axis's length)."""
+    from jaxrl.sweep import flatten
+
+    sizes = [len(v) if isinstance(v, list | tuple) else 1 for v in flatten(cfg.sweep or {}).values()]
+    return cfg.num_seeds * math.prod(sizes)
+
+
 def check_layout(cfg: TrainConfig) -> None:
     """The device settings as written (what needs the device count is checked in `jaxrl.mesh`)."""
     d = cfg.devices
@@ -148,10 +158,13 @@ def check_layout(cfg: TrainConfig) -> None:
     s = cfg.seed_devices
     if not isinstance(s, int) or isinstance(s, bool) or s < 1:
         raise ConfigError(f"seed_devices={s} is invalid: a number of devices >= 1")
-    if cfg.num_seeds % s:
-        raise ConfigError(
-            f"seed_devices={s} must divide num_seeds={cfg.num_seeds}: each device of the seed axis holds as many seeds"
-        )
+    entries = population(cfg)
+    if entries % s:
+        what = f"num_seeds={cfg.num_seeds}" if entries == cfg.num_seeds else f"sweep members x num_seeds = {entries}"
+        raise ConfigError(f"seed_devices={s} must divide {what}: each device of the seed axis holds as many seeds")
+    from jaxrl.distributed import check_distributed
+
+    check_distributed(cfg)
     g = cfg.env_groups
     if g is not None:
         if not isinstance(g, int) or isinstance(g, bool) or g < 1:
@@ -199,6 +212,10 @@ def validate(cfg: TrainConfig) -> None:
     positive("algo.lr", cfg.algo.lr)
     positive("algo.max_grad_norm", cfg.algo.max_grad_norm)
     cfg.algo.validate(cfg)
+    if cfg.sweep:
+        from jaxrl.sweep import validate as check_sweep
+
+        check_sweep(cfg)
 
 
 def env_settings(cfg: TrainConfig) -> dict[str, Any]:

@@ -15,12 +15,12 @@ from pathlib import Path
 from typing import Any
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 
 from jaxrl import algorithm, loop
 from jaxrl.compiling import compile_aside, compile_jit
 from jaxrl.config import INT32_MAX, ConfigError, TrainConfig, agents_per_world
+from jaxrl.distributed import any_process
 from jaxrl.errors import NonFiniteError
 from jaxrl.precision import with_matmul_precision
 from jaxrl.stats import UpdateStats, all_finite
@@ -45,11 +45,18 @@ def over_seeds(fn: Any, num_seeds: int, in_axes: tuple[Any, ...]) -> Any:
 
 
 class Program:
-    """One algorithm's chunk of `chunk` updates compiled for all seeds, and the calls around it."""
+    """One algorithm's chunk of `chunk` updates compiled for all seeds, and the calls around it.
+
+    The seed axis holds `population` entries: every seed of every sweep member, member-major
+    (`jaxrl.sweep`). A member's swept algorithm values are a traced input of the compiled chunk
+    (`hypers`), and its swept env values are the env params its envs start with.
+    """
 
     def __init__(self, cfg: TrainConfig, env: Any, env_params: Any, chunk: int | None = None, layout: Any = None):
         """`layout` (`jaxrl.mesh.layout`): the devices the program is sharded over; None, or one device:
         jax's default device, unsharded. `cfg` has its env_groups filled in for the layout."""
+        from jaxrl import sweep as sweeps
+
         if layout is not None:
             from jaxrl.mesh import resolve
 
@@ -58,6 +65,10 @@ class Program:
         self.layout = layout if layout is not None and layout.size > 1 else None
         self.env, self.env_params = env, env_params
         self.algo: algorithm.Algorithm = algorithm.get(cfg.algo.name).factory(cfg, env, env_params)
+        self.sweep = sweeps.parse(cfg)
+        self.population = cfg.num_seeds * self.sweep.size  # entries of the seed axis
+        self.hypers = self.sweep.algo_values(cfg.num_seeds)  # {field: (population,) float32}
+        self.start_params, self.swept_env_fields = sweeps.member_env_params(cfg, self.sweep, env_params)
         self.num_updates = self.algo.num_updates
         self.steps_per_update = self.algo.steps_per_update  # env (world) steps per update per seed
         if self.num_updates > INT32_MAX:  # the runners count updates in int32
@@ -68,36 +79,62 @@ class Program:
             )
         self.chunk = chunk or max(1, math.ceil(self.num_updates / cfg.num_chunks))  # updates per compiled call
         self.agents_per_world = agents_per_world(cfg)
-        run_chunk = lambda runner, n: loop.run_chunk(self.guarded_update, runner, n, self.chunk)
-        run_chunk, init = (with_matmul_precision(cfg.precision, fn) for fn in (run_chunk, self.algo.init))
-        chunk_fn, init_fn = over_seeds(run_chunk, cfg.num_seeds, (0, None)), over_seeds(init, cfg.num_seeds, (0,))
+
+        def run_chunk(runner: Any, hypers: dict[str, jax.Array], n: jax.Array) -> tuple[Any, UpdateStats]:
+            return loop.run_chunk(lambda r: self.guarded_update(r, hypers), runner, n, self.chunk)
+
+        def init(key_data: jax.Array, hypers: dict[str, jax.Array], start_params: Any) -> Any:
+            return self.algorithm(hypers).init(jax.random.wrap_key_data(key_data), start_params)
+
+        run_chunk, init = (with_matmul_precision(cfg.precision, fn) for fn in (run_chunk, init))
+        n = self.population
+        chunk_fn, init_fn = over_seeds(run_chunk, n, (0, 0, None)), over_seeds(init, n, (0, 0, 0))
         self.shardings = None
         if self.layout is None:
             self._chunk_fn = jax.jit(chunk_fn, donate_argnums=0)
             self._init_fn = jax.jit(init_fn)
         else:
-            from jaxrl.mesh import runner_shardings, seed_sharding
+            from jaxrl.mesh import runner_shardings, seed_sharding, stats_sharding
 
-            self.shardings = runner_shardings(self.layout, jax.eval_shape(init_fn, self.seed_keys()))
-            stats = seed_sharding(self.layout)
+            self.shardings = runner_shardings(self.layout, jax.eval_shape(init_fn, *self.init_args()))
+            seeds, stats = seed_sharding(self.layout), stats_sharding(self.layout)
             self._chunk_fn = jax.jit(
-                chunk_fn, in_shardings=(self.shardings, None), out_shardings=(self.shardings, stats), donate_argnums=0
+                chunk_fn,
+                in_shardings=(self.shardings, seeds, None),
+                out_shardings=(self.shardings, stats),
+                donate_argnums=0,
             )
             self._init_fn = jax.jit(init_fn, out_shardings=self.shardings)
         self._compiled = None
 
-    def guarded_update(self, runner: Any) -> tuple[Any, UpdateStats]:
+    def algorithm(self, hypers: dict[str, Any] | None = None) -> algorithm.Algorithm:
+        """The run's algorithm; with swept values (traced inside the program, or one member's numbers)
+        the algorithm built from the config with those values set."""
+        if not hypers:
+            return self.algo
+        algo_cfg = dataclasses.replace(self.cfg.algo, **hypers)
+        swept = dataclasses.replace(self.cfg, algo=algo_cfg)
+        with jax.ensure_compile_time_eval():  # what the constructor computes from constants stays concrete
+            return algorithm.get(self.cfg.algo.name).factory(swept, self.env, self.env_params)
+
+    def member_hypers(self, member: int) -> dict[str, float]:
+        """The swept algorithm values of one member, as numbers ({} without an algorithm sweep)."""
+        return {name: float(values[member * self.cfg.num_seeds]) for name, values in self.hypers.items()}
+
+    def guarded_update(self, runner: Any, hypers: dict[str, Any] | None = None) -> tuple[Any, UpdateStats]:
         """The algorithm's update, its stats' `finite` flag also covering the parameters it leaves.
 
         One reduction over the parameters per update: 0.3% of a CartPole PPO update's time on the 2-core CPU.
         """
-        runner, stats = self.algo.update(runner)
+        algo = self.algorithm(hypers)
+        runner, stats = algo.update(runner)
         learned = stats.finite if stats.finite is not None else all_finite(stats.learner)
-        return runner, stats.replace(finite=learned & all_finite(self.algo.policy_params(runner)))
+        return runner, stats.replace(finite=learned & all_finite(algo.policy_params(runner)))
 
-    def policy(self, greedy: bool = True) -> algorithm.PolicyFn:
-        """The algorithm's policy (`Algorithm.policy`), traced at the run's matmul precision wherever it is jitted."""
-        return with_matmul_precision(self.cfg.precision, self.algo.policy(greedy))
+    def policy(self, greedy: bool = True, member: int = 0) -> algorithm.PolicyFn:
+        """The algorithm's policy (`Algorithm.policy`) with a sweep member's values, traced at the run's matmul
+        precision wherever it is jitted."""
+        return with_matmul_precision(self.cfg.precision, self.algorithm(self.member_hypers(member)).policy(greedy))
 
     def check_memory(self, device: Any) -> None:
         """ConfigError when the algorithm's large allocations for all seeds exceed the device's free memory."""
@@ -105,20 +142,25 @@ class Program:
 
         share = 1 if self.layout is None else self.layout.size  # each device holds its seeds' and envs' share
         for block in self.algo.memory():
-            seeds = self.cfg.num_seeds
+            seeds = self.population
             what = f"{block.what} x {seeds} seeds" if seeds > 1 else block.what
             if share > 1:
                 what += f", split over {share} devices"
             check_fits(block.nbytes * seeds // share, device, what, f"{block.setting} (or num_seeds)")
 
-    def seed_keys(self) -> jax.Array:
-        """One key per seed: fold_in(key(seed), i)."""
+    def seed_keys(self) -> np.ndarray:
+        """One key per entry of the seed axis, as raw key data: fold_in(key(seed), i) for seed i of every member."""
         base = jax.random.key(self.cfg.seed)
-        return jax.vmap(lambda i: jax.random.fold_in(base, i))(np.arange(self.cfg.num_seeds))
+        seeds = np.tile(np.arange(self.cfg.num_seeds), self.sweep.size)
+        return np.asarray(jax.random.key_data(jax.vmap(lambda i: jax.random.fold_in(base, i))(seeds)))
+
+    def init_args(self) -> tuple[Any, ...]:
+        """The compiled init's inputs: host arrays only (a multi-host program takes no process-local device arrays)."""
+        return self.seed_keys(), self.hypers, self.start_params
 
     def abstract_runner(self) -> Any:
         """Shapes and dtypes of the runner of all seeds (nothing computed)."""
-        return jax.eval_shape(self._init_fn, self.seed_keys())
+        return jax.eval_shape(self._init_fn, *self.init_args())
 
     def compile(self, runner: Any = None) -> tuple[Any, float]:
         """The runner (fresh unless given, e.g. restored) and the seconds spent compiling init and one chunk.
@@ -129,28 +171,38 @@ class Program:
         t0 = time.perf_counter()
         init = None
         if runner is None:
-            keys = self.seed_keys()
-            init, abstract = compile_aside(self._init_fn, keys)
+            args = self.init_args()
+            init, abstract = compile_aside(self._init_fn, *args)
         else:
-            runner = abstract = jax.device_put(runner, self.shardings)
-        self._compiled = compile_jit(self._chunk_fn, abstract, jnp.int32(self.chunk))
+            runner = abstract = self.put(runner, self.shardings)
+        self._compiled = compile_jit(self._chunk_fn, abstract, self.hypers, np.int32(self.chunk))
         if init is not None:
-            runner = init.result()(keys)
+            runner = init.result()(*args)
         jax.block_until_ready(runner)
         return runner, time.perf_counter() - t0
 
+    @staticmethod
+    def put(tree: Any, shardings: Any) -> Any:
+        """`tree` on the devices of `shardings` (None: jax's default device); host arrays across processes
+        are assembled from each process's own shards."""
+        from jaxrl.mesh import put
+
+        return put(tree, shardings)
+
     def with_env_params(self, runner: Any, params: Any) -> Any:
-        """The runner with every seed's envs switched to `params` (traced `EnvParams`)."""
-        seeds = self.cfg.num_seeds
-        stacked = jax.tree.map(lambda x: np.broadcast_to(x, (seeds, *x.shape)).copy(), params)
+        """The runner with every seed's envs switched to `params` (traced `EnvParams`); the fields a sweep
+        sets keep each member's own values."""
+        stacked = jax.tree.map(lambda x: np.broadcast_to(x, (self.population, *x.shape)).copy(), params)
+        if self.swept_env_fields:
+            stacked = stacked.replace(**{f: getattr(self.start_params, f) for f in self.swept_env_fields})
         if self.shardings is not None:
-            stacked = jax.device_put(stacked, self.shardings.envs.params)
+            stacked = self.put(stacked, self.shardings.envs.params)
         return runner.replace(envs=runner.envs.replace(params=stacked))
 
     def dispatch(self, runner: Any, active: int) -> tuple[Any, UpdateStats]:
         """Start `active` updates of every seed; returns at once with the runner and stats to come
         (jax's asynchronous dispatch). The runner passed in is donated: do not use it again."""
-        return self._compiled(runner, jnp.int32(active))
+        return self._compiled(runner, self.hypers, np.int32(active))
 
     @staticmethod
     def fetch(stats: UpdateStats, active: int) -> UpdateStats:
@@ -315,6 +367,7 @@ def host_loop(ctx: RunContext, runner: Any, hooks: list[Hook]) -> Any:
     last_end = time.perf_counter()
     while flight is not None:
         ends_at = flight.plan.start + flight.plan.active
+        ctx.stop_requested = any_process(ctx.stop_requested)  # a distributed run's processes stop together
         hold = any(hook.needs_runner(ctx, ends_at) for hook in hooks)
         ahead = None if hold else dispatch_next(ctx, flight.runner, hooks, ends_at)
         stats = program.fetch(flight.stats, flight.plan.active)
@@ -324,7 +377,7 @@ def host_loop(ctx: RunContext, runner: Any, hooks: list[Hook]) -> Any:
         last_end = now
         ctx.progress.train_s += seconds
         ctx.progress.done_updates = ends_at
-        sps = flight.plan.active * program.steps_per_update * ctx.cfg.num_seeds / seconds
+        sps = flight.plan.active * program.steps_per_update * program.population / seconds
         chunk = Chunk(flight.plan.active, seconds, ctx.env_steps, sps, stats, flight.plan.phase)
         held = None if ahead is not None else flight.runner
         for hook in hooks:

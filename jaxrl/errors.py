@@ -1,9 +1,14 @@
 """Errors that end a run after it started; each message is one line (the CLI prints it after "error: ").
 
-Bad input before a run starts is `jaxrl.config.ConfigError` (exit code 2).
+Bad input before a run starts is `ConfigError` (exit code 2). This module imports nothing heavy: a
+distributed run must join its processes before anything starts jax (`jaxrl.distributed`).
 """
 
 from __future__ import annotations
+
+
+class ConfigError(ValueError):
+    """A config value or combination that cannot run (exit code 2); also `jaxrl.config.ConfigError`."""
 
 
 class NonFiniteError(RuntimeError):

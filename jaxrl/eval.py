@@ -25,6 +25,8 @@ eval.json (all figures over every seed's episodes):
   `env_params_changed`: {field: {"trained", "evaluated"}} for what `eval_params` changed.
 - `checkpoint_step`, `env`, `algo`, `episodes_per_seed`, `greedy`, `seed`, `run_dir`,
   `seconds`, and `replay` (the GIF's path).
+- A sweep's run (`jaxrl.sweep`) plays one member's seeds (`member=K`, default the best member in
+  summary.json): `member` and its `settings` are added.
 
 The GIF's frames show the board with a strip below it: the step, the score so far (the return
 so far for envs without a score) and, on the last frame, the episode's end ("score 12 -> 13
@@ -64,6 +66,7 @@ USAGE = """usage: python -m jaxrl.eval run_dir=DIR [key=value ...]
   render=gif           gif: replay.gif of the best episode | terminal: play it in the terminal | none
   fps=10               frames per second of the replay
   out=PATH             where the GIF goes (default RUN_DIR/replay.gif)
+  member=K             a sweep's member to play (default: the best one in summary.json)
 
 Prints mean, median, min and max of the return (and of the score, with the win rate, for
 envs that report them) and writes them to RUN_DIR/eval.json, with the score histogram and
@@ -80,6 +83,7 @@ DEFAULTS: dict[str, Any] = {
     "render": "gif",
     "fps": 10,
     "out": None,
+    "member": None,
 }
 RENDERS = ("gif", "terminal", "none")
 EPISODE_INFO = ("score", "won")  # step info keys that describe the episode, carried to its end when the env has them
@@ -99,7 +103,7 @@ def parse_args(argv: list[str]) -> dict[str, Any]:
         args[key] = value
     if args["run_dir"] is None:
         raise UsageError("run_dir=DIR is required (a directory written by python -m jaxrl.train)")
-    for key, low in (("episodes", 1), ("seed", 0), ("fps", 1), ("step", 0)):
+    for key, low in (("episodes", 1), ("seed", 0), ("fps", 1), ("step", 0), ("member", 0)):
         if args[key] is None:
             continue
         try:
@@ -334,18 +338,22 @@ def evaluate(
     render: str = "gif",
     fps: int = 10,
     out: str | Path | None = None,
+    member: int | None = None,
 ) -> dict[str, Any]:
     """Play `episodes` episodes per seed of a run's checkpoint (`jaxrl.api.Run`), write eval.json (and the
     replay); the figures as a dict. CheckpointError when `step` has no checkpoint."""
     if out is not None and Path(out).expanduser().is_dir():
         raise UsageError(f"out={out} is a directory: give the GIF's file name, e.g. out={Path(out) / 'replay.gif'}")
     step, runner, program = run.restore(step)
-    env, algo, cfg = program.env, program.algo, run.config
+    env, cfg = program.env, run.config
+    member = pick_member(run, program, member)
+    runner = jax.tree.map(lambda x: x[member * cfg.num_seeds : (member + 1) * cfg.num_seeds], runner)
+    algo = program.algorithm(program.member_hypers(member))
     keys = jax.random.split(jax.random.key(seed), cfg.num_seeds)
     # The env params the agent trained with last (a curriculum's final phase), carried in the runner, per seed.
     trained = runner.envs.params
     env_params = params_for_eval(env, trained)
-    policy, params = program.policy(greedy), algo.policy_params(runner)  # at the run's precision
+    policy, params = program.policy(greedy, member), algo.policy_params(runner)  # at the run's precision
     carry = algo.initial_carry(episodes * program.agents_per_world)
     max_steps = default_max_steps(jax.tree.map(lambda x: np.asarray(x[0]), env_params))
 
@@ -356,6 +364,8 @@ def evaluate(
     played = jax.device_get(jax.jit(jax.vmap(one_seed))(params, env_params, keys))  # (seeds, episodes)
     header = {"checkpoint_step": step, "env": cfg.env.name, "algo": cfg.algo.name, "episodes_per_seed": episodes}
     result = {**header, "greedy": greedy, "seed": seed, **figures(played, program.agents_per_world)}
+    if program.sweep.keys:
+        result.update(member=member, settings=program.sweep.members[member])
     result["env_params"] = scalar_fields(env_params)
     before = scalar_fields(trained)
     changed = {k: {"trained": before[k], "evaluated": v} for k, v in result["env_params"].items() if before.get(k) != v}
@@ -387,6 +397,23 @@ def evaluate(
     except OSError as e:
         raise UsageError(f"{run.run_dir / 'eval.json'} cannot be written ({e.strerror or e})") from None
     return result
+
+
+def pick_member(run: Any, program: Any, member: int | None) -> int:
+    """The sweep member to play: `member`, else the best one in summary.json; UsageError when out of range
+    or when no summary says which is best."""
+    size = program.sweep.size
+    if member is None:
+        if size == 1:
+            return 0
+        summary = run.summary
+        if not summary or summary.get("best_member") is None:
+            raise UsageError(f"{run.run_dir} is a sweep of {size} members with no summary.json yet: give member=0..{size - 1}")
+        return int(summary["best_member"])
+    if not 0 <= member < size:
+        have = "has no sweep (member=0 only)" if size == 1 else f"has {size} sweep members (member=0..{size - 1})"
+        raise UsageError(f"member={member} is invalid: the run {have}")
+    return member
 
 
 def _keep_previous(path: Path) -> None:
@@ -465,6 +492,9 @@ def report(result: dict[str, Any]) -> None:
         f"{result['episodes_per_seed']} {mode} episodes x {len(result['return_per_seed'])} seeds "
         f"in {result['seconds']:.1f}s"
     )
+    if "member" in result:
+        settings = " ".join(f"{k}={v:g}" for k, v in result["settings"].items())
+        print(f"sweep member {result['member']}: {settings}")
     print(line)
     if "score" in result:
         print(f"score {_spread(result['score'])}" + (f" || {wins}" if wins else ""))

@@ -13,6 +13,7 @@ import threading
 import time
 from typing import Any, Self
 
+import jax
 import numpy as np
 
 from jaxrl import stats as episode
@@ -30,6 +31,27 @@ def chunk_record(steps: int, stats: episode.EpisodeStats) -> dict[str, Any]:
     """Per-seed sums of one chunk's episode stats (JSON-ready), as kept in `RunProgress.history`."""
     sums = {k: np.asarray(v).sum(axis=1).tolist() for k, v in episode.as_dict(stats).items()}
     return {"env_steps": steps, **sums}
+
+
+def member_parts(program: Any) -> list[slice]:
+    """The seed axis's entries of each sweep member (one part, every entry, without a sweep)."""
+    seeds = program.cfg.num_seeds
+    return [slice(m * seeds, (m + 1) * seeds) for m in range(program.sweep.size)]
+
+
+def member_figures(stats: Any, part: slice, agents: int) -> dict[str, float]:
+    """Episode means and learner figures of a chunk over the entries `part` of the seed axis."""
+    episodes = jax.tree.map(lambda v: np.asarray(v)[part], stats.episodes)
+    learner = {k: nanmean(np.asarray(v)[part]) for k, v in stats.learner.items()}
+    return {**episode.means(episodes, agents), **learner}
+
+
+def logger_row(head: dict[str, Any], rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """One logger row for a sweep's chunk: each member's figures under `member<m>/`."""
+    out = dict(head)
+    for row in rows:
+        out.update({f"member{row['member']}/{k}": v for k, v in row.items() if k not in head and k != "member"})
+    return out
 
 
 class CurriculumHook(Hook):
@@ -68,25 +90,30 @@ class MetricsHook(Hook):
         from jaxrl.runlog import MetricsCSV, Progress, open_loggers
 
         total = ctx.program.num_updates * ctx.program.steps_per_update
-        self.progress = Progress(total, ctx.cfg.progress, start=ctx.env_steps, seeds=ctx.cfg.num_seeds)
+        self.progress = Progress(total, ctx.cfg.progress, start=ctx.env_steps, seeds=ctx.program.population)
         self.metrics = MetricsCSV(ctx.run_dir / "metrics.csv", keep_until=ctx.env_steps if ctx.resumed else None)
         config = OmegaConf.to_container(ctx.resolved, resolve=True)
         self.loggers = open_loggers(logger_names(ctx.cfg.logger), ctx.run_dir, ctx.cfg.wandb_project, config)
 
     def after_chunk(self, ctx: RunContext, runner: Any, chunk: Chunk) -> None:
         ctx.progress.history.append(chunk_record(chunk.env_steps, chunk.stats.episodes))
-        means = episode.means(chunk.stats.episodes, ctx.program.agents_per_world)
-        learner = {k: nanmean(v) for k, v in chunk.stats.learner.items()}
+        agents = ctx.program.agents_per_world
+        means = episode.means(chunk.stats.episodes, agents)
         wall = ctx.progress.train_s + ctx.progress.compile_s
-        row = {"env_steps": chunk.env_steps, "sps": chunk.sps, "wall_s": wall, **means, **learner}
+        head = {"env_steps": chunk.env_steps, "sps": chunk.sps, "wall_s": wall}
         phase = None
         if chunk.phase is not None:
-            row["phase"] = chunk.phase.index
+            head["phase"] = chunk.phase.index
             phase = self.curriculum.label(chunk.phase) if self.curriculum else str(chunk.phase.index)
+        rows = [head | member_figures(chunk.stats, part, agents) for part in member_parts(ctx.program)]
+        sweep = ctx.program.sweep
+        if sweep.keys:  # a row per member, with its values, beside its index
+            rows = [{"member": m, **sweep.members[m], **row} for m, row in enumerate(rows)]
         try:
-            self.metrics.write(row)
+            for row in rows:
+                self.metrics.write(row)
             for logger in self.loggers:
-                logger.write(chunk.env_steps, row)
+                logger.write(chunk.env_steps, rows[0] if len(rows) == 1 else logger_row(head, rows))
         except OSError as e:  # a full or vanished disk: the run goes on; checkpoints say whether it can save
             if not self.write_failed:
                 print(f"warning: metrics could not be written ({e}); training goes on", file=sys.stderr, flush=True)
@@ -128,6 +155,7 @@ class CheckpointHook(Hook):
 
     def __init__(self, checkpoints: Any):
         self.checkpoints = checkpoints
+        self.saving = False  # whether the chunk that just ended is saved (see `needs_runner`)
         self.saved_steps = 0
         self.saved_at = time.monotonic()
 
@@ -144,7 +172,11 @@ class CheckpointHook(Hook):
         )
 
     def needs_runner(self, ctx: RunContext, done_updates: int) -> bool:
-        return self.due(ctx, done_updates * ctx.program.steps_per_update)
+        from jaxrl.distributed import any_process
+
+        # Decided once per chunk, and by every process of a distributed run together (a save is collective).
+        self.saving = any_process(self.due(ctx, done_updates * ctx.program.steps_per_update))
+        return self.saving
 
     def landed(self, ctx: RunContext, outcome: Any, going_on: bool = True) -> None:
         """Record a finished write: the new last good checkpoint, or a failure (warned; SaveError when nothing
@@ -165,7 +197,7 @@ class CheckpointHook(Hook):
         print(f"warning: {outcome.error}; last good checkpoint: {kept}{then}", file=sys.stderr, flush=True)
 
     def after_chunk(self, ctx: RunContext, runner: Any, chunk: Chunk) -> None:
-        if runner is not None and self.due(ctx, chunk.env_steps):
+        if runner is not None and self.saving:
             self.landed(ctx, self.checkpoints.save(chunk.env_steps, runner, checkpoint_meta(ctx)))
             self.saved_steps, self.saved_at = chunk.env_steps, time.monotonic()
 
@@ -243,24 +275,43 @@ class KillAfterChunks(Hook):
 
 def summarize(ctx: RunContext) -> dict[str, Any]:
     """Summary figures; final_* are means over the finished episodes of the last ~10% of chunks, all
-    seeds (widened back to the last chunks that finished an episode, when episodes outlast that span)."""
-    cfg, run, per_update = ctx.cfg, ctx.progress, ctx.program.steps_per_update
+    seeds (widened back to the last chunks that finished an episode, when episodes outlast that span).
+    A sweep adds `members`: each member's settings and figures, best final return first."""
+    cfg, run, program = ctx.cfg, ctx.progress, ctx.program
+    per_update, population = program.steps_per_update, program.population
     summary: dict[str, Any] = {
         "env": cfg.env.name,
         "algo": cfg.algo.name,
         "num_seeds": cfg.num_seeds,
-        "env_steps": run.done_updates * per_update * cfg.num_seeds,
+        "env_steps": run.done_updates * per_update * population,
         "env_steps_per_seed": run.done_updates * per_update,
         "updates": run.done_updates,
         "compile_s": run.compile_s,
         "train_s": run.train_s,
         "wall_s": run.compile_s + run.train_s,
-        "sps": run.done_updates * per_update * cfg.num_seeds / run.train_s if run.train_s else 0.0,
+        "sps": run.done_updates * per_update * population / run.train_s if run.train_s else 0.0,
         "final_return": math.nan,
     }
     if run.history:
-        summary.update(final_figures(run.history, cfg.num_seeds, ctx.program.agents_per_world))
+        summary.update(final_figures(run.history, population, program.agents_per_world))
+    if program.sweep.keys:
+        summary["num_members"] = program.sweep.size
+        summary["members"] = ranking(ctx)
+        best = summary["members"][0]
+        summary["best_member"], summary["best_settings"] = best["member"], best["settings"]
     return summary
+
+
+def ranking(ctx: RunContext) -> list[dict[str, Any]]:
+    """Every sweep member's settings and final figures over its seeds, best final return first (NaN last)."""
+    program, history = ctx.program, ctx.progress.history
+    members = []
+    for m, part in enumerate(member_parts(program)):
+        own = [{k: v if k == "env_steps" else v[part] for k, v in chunk.items()} for chunk in history]
+        figures = final_figures(own, ctx.cfg.num_seeds, program.agents_per_world) if own else {}
+        members.append({"member": m, "settings": program.sweep.members[m], "final_return": math.nan, **figures})
+    finite = lambda r: r["final_return"] is not None and math.isfinite(r["final_return"])
+    return sorted(members, key=lambda r: (not finite(r), -r["final_return"] if finite(r) else 0, r["member"]))
 
 
 def final_figures(history: list[dict[str, Any]], num_seeds: int, agents: int) -> dict[str, Any]:
@@ -292,7 +343,9 @@ class SummaryHook(Hook):
 
         summary = summarize(ctx)
         curve = ctx.run_dir / "learning_curve.png"
-        if plot_learning_curve(ctx.progress.history, curve, f"{ctx.cfg.env.name} {ctx.cfg.algo.name}"):
+        sweep = ctx.program.sweep
+        members = [(sweep.label(m), part) for m, part in enumerate(member_parts(ctx.program))] if sweep.keys else None
+        if plot_learning_curve(ctx.progress.history, curve, f"{ctx.cfg.env.name} {ctx.cfg.algo.name}", members):
             summary["learning_curve"] = str(curve)
         device = ctx.device.platform if ctx.device is not None else None
         summary.update(interrupted=ctx.interrupted, device=device, run_dir=str(ctx.run_dir), checkpoint=str(ctx.saved))
@@ -307,6 +360,30 @@ class SummaryHook(Hook):
         print(closing_line(summary, ctx.interrupted))
         resume = f" (resume: python -m jaxrl.train resume={ctx.run_dir})" if ctx.interrupted else ""
         print(f"checkpoint: {ctx.saved}{resume}", flush=True)
+        if "members" in summary:
+            for line in ranking_lines(summary):
+                print(line, flush=True)
+
+
+def ranking_lines(summary: dict[str, Any]) -> list[str]:
+    """A sweep's ranking, one line per member, and last the line naming the best member and its settings."""
+    lines = ["sweep ranking (final return over each member's seeds):"]
+    for place, r in enumerate(summary["members"], 1):
+        settings = " ".join(f"{k}={v:g}" for k, v in r["settings"].items())
+        lines.append(f"  {place}. member {r['member']}: {settings}: {figure_text(r)}")
+    best = summary["members"][0]
+    settings = " ".join(f"{k}={v:g}" for k, v in best["settings"].items())
+    lines.append(f"best: member {best['member']} ({settings}): {figure_text(best)} (jaxrl.eval member={best['member']})")
+    return lines
+
+
+def figure_text(figures: dict[str, Any]) -> str:
+    """`final return 71.20, final score 12.30` of a summary or a member's figures."""
+    value = figures.get("final_return")
+    text = "final return " + ("-" if value is None or not math.isfinite(value) else f"{value:.2f}")
+    if figures.get("final_score") is not None:
+        text += f", final score {figures['final_score']:.2f}"
+    return text
 
 
 def closing_line(summary: dict[str, Any], interrupted: bool) -> str:

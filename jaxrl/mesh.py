@@ -61,6 +61,12 @@ def layout(cfg: TrainConfig, available: list[Any]) -> Layout:
     have = len(available)
     n = have if cfg.devices == "all" else cfg.devices
     platform = available[0].platform if available else "?"
+    processes = jax.process_count()
+    if processes > 1 and n != have:
+        raise ConfigError(
+            f"devices={cfg.devices}: a distributed run spreads one program over the devices of all {processes}"
+            f" processes; use devices=all ({have} {platform} devices here)"
+        )
     if n > have:
         raise ConfigError(
             f"devices={cfg.devices} is more than the {have} {platform} device(s) jax sees: use 1 to {have} or all"
@@ -117,3 +123,25 @@ def runner_shardings(lay: Layout, abstract: Any) -> Any:
 def seed_sharding(lay: Layout) -> jax.sharding.NamedSharding:
     """Arrays with a leading seed axis and nothing per env (the chunk's stats): split along `seed` only."""
     return jax.sharding.NamedSharding(lay.mesh, jax.sharding.PartitionSpec(SEED))
+
+
+def stats_sharding(lay: Layout) -> jax.sharding.NamedSharding:
+    """A chunk's stats (leading seed axis, a few kilobytes): along `seed` within one process; replicated
+    when the mesh spans processes, so that every process reads them whole."""
+    spec = jax.sharding.PartitionSpec(SEED) if jax.process_count() == 1 else jax.sharding.PartitionSpec()
+    return jax.sharding.NamedSharding(lay.mesh, spec)
+
+
+def put(tree: Any, shardings: Any) -> Any:
+    """`tree` placed with `shardings` (a matching tree; None: jax's default device). Host arrays bound for
+    devices of several processes are assembled from the shards each process holds a copy of."""
+    if shardings is None:
+        return jax.device_put(tree)
+
+    def place(x: Any, sharding: jax.sharding.Sharding) -> Any:
+        if sharding.is_fully_addressable or (isinstance(x, jax.Array) and not x.is_fully_addressable):
+            return jax.device_put(x, sharding)
+        host = np.asarray(x)
+        return jax.make_array_from_callback(host.shape, sharding, lambda index: host[index])
+
+    return jax.tree.map(place, tree, shardings)

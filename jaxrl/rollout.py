@@ -47,15 +47,17 @@ def reset(vec: VectorEnv, key: jax.Array, params: Any, carry: Any = None) -> Str
     """Fresh envs; `carry` is the policy's initial carry for all streams (None: feed-forward).
 
     The runner keeps `params` with fixed dtypes (`traced`), so a curriculum's phases feed the
-    same compiled chunk.
+    same compiled chunk; a sweep member's params come in as traced values of those dtypes.
     """
     obs, state = vec.reset(key, params)
+    if not any(isinstance(x, jax.core.Tracer) for x in jax.tree.leaves(params)):  # a sweep's are traced already
+        params = traced(params)
     return Streams(
         state=state,
         obs=obs,
         episode_return=jnp.zeros(vec.streams, jnp.float32),
         episode_length=jnp.zeros(vec.streams, jnp.int32),
-        params=traced(params),
+        params=params,
         carry=carry,
     )
 

@@ -202,8 +202,12 @@ def open_loggers(names: tuple[str, ...], run_dir: Path, project: str, config: di
     return loggers
 
 
-def plot_learning_curve(history: list[dict[str, Any]], path: Path, title: str) -> bool:
-    """learning_curve.png: episode return per seed (thin) and their mean (thick) against env steps per seed.
+def plot_learning_curve(
+    history: list[dict[str, Any]], path: Path, title: str, members: list[tuple[str, slice]] | None = None
+) -> bool:
+    """learning_curve.png: episode return per seed (thin) and their mean (thick) against env steps per seed;
+    with a sweep (`members`: each member's label and entries of the seed axis), one line per member, the
+    mean over its seeds.
 
     Chunks where a seed finished no episode are gaps in its line. False when there is nothing to draw.
     """
@@ -217,14 +221,21 @@ def plot_learning_curve(history: list[dict[str, Any]], path: Path, title: str) -
     steps = np.array([h["env_steps"] for h in history], np.float64)
     sums = np.array([h["return_sum"] for h in history], np.float64)  # (chunks, seeds)
     counts = np.array([h["episodes"] for h in history], np.float64)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        per_seed = np.where(counts > 0, sums / counts, np.nan)
-        mean = np.where(counts.sum(1) > 0, sums.sum(1) / counts.sum(1), np.nan)
+
+    def mean_of(part: slice) -> np.ndarray:
+        total, n = sums[:, part].sum(1), counts[:, part].sum(1)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return np.where(n > 0, total / n, np.nan)
+
     fig, ax = plt.subplots(figsize=(7, 4), dpi=100)
-    if per_seed.shape[1] > 1:
-        for s in range(per_seed.shape[1]):
-            ax.plot(steps, per_seed[:, s], lw=0.8, alpha=0.5, label=f"seed {s}")
-    ax.plot(steps, mean, lw=2.2, color="black", label="mean" if per_seed.shape[1] > 1 else "return")
+    if members:
+        for label, part in members:
+            ax.plot(steps, mean_of(part), lw=1.6, label=label)
+    else:
+        if sums.shape[1] > 1:
+            for s in range(sums.shape[1]):
+                ax.plot(steps, mean_of(slice(s, s + 1)), lw=0.8, alpha=0.5, label=f"seed {s}")
+        ax.plot(steps, mean_of(slice(None)), lw=2.2, color="black", label="mean" if sums.shape[1] > 1 else "return")
     ax.set_xlabel("env steps per seed")
     ax.set_ylabel("episode return")
     ax.set_title(title)

@@ -12,8 +12,7 @@ import sys
 import types
 from typing import Any
 
-from jaxrl.config import ConfigError  # CheckpointError is one
-from jaxrl.errors import NonFiniteError, SaveError
+from jaxrl.errors import ConfigError, NonFiniteError, SaveError  # CheckpointError is a ConfigError
 
 USAGE = """usage: python -m jaxrl.train [key=value ...]
 
@@ -57,7 +56,9 @@ def usage(argv: list[str]) -> str:
 def main(argv: list[str] | None = None) -> int:
     """Exit codes: 0 done, 2 bad input, 3 a non-finite loss or parameter, 4 outputs could not be saved,
     130 stopped by Ctrl-C (after saving a checkpoint)."""
-    from jaxrl.api import compose, run_training
+    from pathlib import Path
+
+    from jaxrl.distributed import join_early
 
     argv = sys.argv[1:] if argv is None else argv
     if any(a in ("-h", "--help", "help") for a in argv):
@@ -66,6 +67,9 @@ def main(argv: list[str] | None = None) -> int:
     try:
         resume = [a.partition("=")[2] for a in argv if a.startswith("resume=")]
         overrides = [a for a in argv if not a.startswith("resume=")]
+        join_early(overrides, Path(resume[-1]).expanduser() / "config.yaml" if resume else None)  # before jax starts
+        from jaxrl.api import compose, run_training
+
         cfg, resolved, run_dir = compose(overrides, resume[-1] if resume else None)
         ctx = run_training(cfg, resolved, resume=run_dir)
     except (ConfigError, NonFiniteError, SaveError) as e:  # one line each; what was saved is kept

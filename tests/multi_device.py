@@ -67,6 +67,15 @@ def same_math(root: Path, which: str) -> dict:
     }
 
 
+def sweep_on_seed_devices(root: Path) -> dict:
+    """A 2-member sweep x 2 seeds on a 2 x 2 mesh (members and seeds split along `seed`, envs along `env`)
+    against one device with the same 2 env groups."""
+    settings = {"num_seeds": 2, "sweep": {"algo.lr": [3e-4, 1e-3]}}
+    four = train(root, "sweep-4", "CartPole-v1", devices=4, seed_devices=2, **settings)
+    one = train(root, "sweep-1", "CartPole-v1", devices=1, env_groups=2, **settings)
+    return {"difference": difference(four.restore()[1], one.restore()[1]), "best": [four.summary["best_member"], one.summary["best_member"]]}
+
+
 def restore_elsewhere(root: Path) -> dict:
     """A run saved on 4 devices, resumed from its half-way checkpoint on 1 and on 2 devices, ends
     where the 4-device run ended (env_groups kept at 4, so the math is the same)."""
@@ -90,7 +99,8 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
         for check in checks:
-            results[check] = restore_elsewhere(root) if check == "restore" else same_math(root, check)
+            special = {"restore": restore_elsewhere, "sweep": sweep_on_seed_devices}
+            results[check] = special[check](root) if check in special else same_math(root, check)
     path.write_text(json.dumps(results))
 
 

@@ -1,9 +1,9 @@
 """The bad-input table: every edge answers bad input with one line, a non-zero exit (or `ConfigError`), no
 traceback, and not one byte changed in an existing run directory.
 
-Edges: the training command line, its config values and env settings, curriculum phases, sweep-style
-keys (there is no sweep yet: they are unknown settings), checkpoint paths for `resume=`, `python -m
-jaxrl.eval` arguments, the Python API, and damaged run files (config.yaml, summary.json).
+Edges: the training command line, its config values and env settings, curriculum phases, sweep keys
+and values, checkpoint paths for `resume=`, `python -m jaxrl.eval` arguments, the Python API, and
+damaged run files (config.yaml, summary.json).
 """
 
 import hashlib
@@ -93,7 +93,25 @@ TRAIN = [
     (["num_envs=abc"], "num_envs=abc"),
     (["no_such_key=1"], "unknown setting 'no_such_key'"),
     (["algo.no_such_key=1"], "no_such_key"),
-    (["sweep.algo.lr=[1e-3,3e-4]"], "sweep"),
+    # sweeps: shape keys, non-lists, unknown keys, bad members, layouts that do not divide
+    (["sweep.algo.num_steps=[64,128]"], "sweep.algo.num_steps cannot be swept: it fixes array shapes"),
+    (["sweep.algo.anneal_lr=[true,false]"], "sweep.algo.anneal_lr cannot be swept"),
+    (["sweep.algo.lr=3e-4"], "sweep.algo.lr=0.0003 is invalid: a sweep takes a list of values in brackets"),
+    (["sweep.algo.lr=1e-4,3e-4"], "sweep.algo.lr=1e-4,3e-4 is invalid: a sweep takes a list in brackets"),
+    (["sweep.algo.lr=[]"], "sweep.algo.lr=[] is invalid: give at least one value"),
+    (["sweep.algo.lr=[fast,slow]"], "every value must be a finite number"),
+    (["sweep.algo.lrr=[1e-3]"], "sweep.algo.lrr cannot be swept: algo=ppo has no such setting; sweepable for ppo: lr"),
+    (["sweep.num_envs=[4,8]"], "sweep.num_envs=[4,8]: a sweep key is sweep.algo.<setting> or sweep.env.<field>"),
+    (["env=snake", "sweep.env.size=[8,10]"], "sweep.env.size cannot be swept: it is a constructor setting of snake"),
+    (["env=snake", "sweep.env.hunger_kills=[true,false]"], "sweep.env.hunger_kills cannot be swept: it is a switch"),
+    (["sweep.algo.lr=[1e-3,-1]"], "sweep member 1 (algo.lr=-1): algo.lr=-1.0 is invalid"),
+    (["sweep.algo.gamma=[0.9,1.5]"], "sweep member 1 (algo.gamma=1.5): algo.gamma=1.5 is invalid"),
+    (["sweep.algo.lr=[1e-3,3e-4,1e-4]", "seed_devices=2"], "seed_devices=2 must divide sweep members x num_seeds = 3"),
+    (
+        ["sweep.env.gravity=[9.8,5]", "curriculum=[{steps:1000,gravity:7},{}]"],
+        "curriculum phase 1 sets env.gravity, which the sweep sets per member",
+    ),
+    (["resume={run}", "sweep.algo.lr=[1e-3,3e-4]"], "a resumed run keeps its sweep"),
     (["env=nosuchenv"], "unknown env 'nosuchenv'"),
     (["algo=a2c"], "unknown algo 'a2c'; valid: ppo, dqn"),
     (["preset=turbo"], "unknown preset 'turbo'"),

@@ -36,10 +36,12 @@ def run_checks(tmp_path: Path, *checks: str) -> dict:
 
 
 def test_four_devices_train_like_one_device_with_four_env_groups(tmp_path):
-    results = run_checks(tmp_path, "ppo", "dqn", "restore")
+    results = run_checks(tmp_path, "ppo", "dqn", "restore", "sweep")
     for algo in ("ppo", "dqn"):
         assert results[algo]["difference"] <= TOLERANCE, results
         assert results[algo]["summary_4"] == results[algo]["summary_1"]
+    # a sweep's members and seeds split along `seed`, each member's envs along `env`
+    assert results["sweep"]["difference"] <= TOLERANCE and len(set(results["sweep"]["best"])) == 1, results
     # saved on 4 devices, resumed half-way on 1 and on 2: the 4-device run's end
     assert results["restore"]["devices_1"] <= TOLERANCE and results["restore"]["devices_2"] <= TOLERANCE, results
 

@@ -136,7 +136,7 @@ def q_network(cfg: TrainConfig, vec: VectorEnv, env_params: Any) -> tuple[Any, n
 def linear_epsilon(algo: Any, total_timesteps: float, env_steps: jax.Array) -> jax.Array:
     """Linear decay from algo.epsilon_start to algo.epsilon_end over algo.epsilon_decay of the run
     (env_steps: float32 env steps per seed so far)."""
-    span = max(algo.epsilon_decay * total_timesteps, 1.0)
+    span = jnp.maximum(algo.epsilon_decay * total_timesteps, 1.0)  # traced when a sweep sets epsilon_decay
     frac = jnp.clip(env_steps / span, 0.0, 1.0)
     return algo.epsilon_start + frac * (algo.epsilon_end - algo.epsilon_start)
 
@@ -247,9 +247,10 @@ class DQN:
 
     # -- init ----------------------------------------------------------------------------------
 
-    def init(self, key: jax.Array) -> DQNRunner:
+    def init(self, key: jax.Array, env_params: Any = None) -> DQNRunner:
         key, net_key, reset_key = jax.random.split(key, 3)
-        envs = rollout.reset(self.vec, reset_key, self.env_params, self.initial_carry(self.vec.streams))
+        env_params = self.env_params if env_params is None else env_params  # a sweep member's own
+        envs = rollout.reset(self.vec, reset_key, env_params, self.initial_carry(self.vec.streams))
         params = self.network.init(net_key, envs.obs[:1])
         return DQNRunner(
             params=params,

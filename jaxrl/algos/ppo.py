@@ -341,10 +341,11 @@ class PPO:
 
     # -- init -------------------------------------------------------------------------------
 
-    def init(self, key: jax.Array) -> PPORunner:
+    def init(self, key: jax.Array, env_params: Any = None) -> PPORunner:
         """Fresh network, optimizer and envs for one seed."""
         key, net_key, reset_key = jax.random.split(key, 3)
-        envs = rollout.reset(self.vec, reset_key, self.env_params, self.initial_carry(self.vec.streams))
+        env_params = self.env_params if env_params is None else env_params  # a sweep member's own
+        envs = rollout.reset(self.vec, reset_key, env_params, self.initial_carry(self.vec.streams))
         if self.recurrent:
             params = self.network.init(net_key, self.initial_carry(1), envs.obs[None, :1], jnp.zeros((1, 1), bool))
         else:

@@ -142,9 +142,10 @@ class PQN:
 
     # -- init and acting -----------------------------------------------------------------------
 
-    def init(self, key: jax.Array) -> PQNRunner:
+    def init(self, key: jax.Array, env_params: Any = None) -> PQNRunner:
         key, net_key, reset_key = jax.random.split(key, 3)
-        envs = rollout.reset(self.vec, reset_key, self.env_params)
+        env_params = self.env_params if env_params is None else env_params  # a sweep member's own
+        envs = rollout.reset(self.vec, reset_key, env_params)
         params = self.network.init(net_key, envs.obs[:1])
         return PQNRunner(params, self.optimizer.init(params), envs, key, jnp.zeros((), jnp.int32))
 

@@ -1,0 +1,160 @@
+"""Several hosts: `distributed=true` joins the processes of one run with `jax.distributed.initialize()`.
+
+Every process runs the same program (JAX's multi-controller model): the same command, the same
+config, each on its own host's devices. After `initialize`, `jax.devices()` lists the devices of
+every process, so `devices=all` builds one mesh across hosts and the chunk program is partitioned
+over it as on one host; XLA's collectives (NCCL on GPUs, gloo on CPUs) carry the gradient
+all-reduce. Where the processes must take the same host-side decision (is a checkpoint due, was a
+stop requested), `any_process` makes it one. Only process 0 writes logs, metrics and the summary;
+every process takes part in a checkpoint (orbax writes each process's shards, `jaxrl.checkpoint`).
+
+The coordinator's address, the process count and this process's index come from the config
+(`coordinator_address`, `num_processes`, `process_id`), else from `JAX_COORDINATOR_ADDRESS`,
+`JAX_NUM_PROCESSES` and `JAX_PROCESS_ID`, else from the cluster jax detects (SLURM: `SLURM_PROCID`,
+`SLURM_NTASKS`, `SLURM_STEP_NODELIST`, `SLURM_JOB_ID`; Open MPI; Kubernetes; Cloud TPU).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from jaxrl.errors import ConfigError
+
+
+def check_distributed(cfg: Any) -> None:
+    """The multi-host settings as written: set only with distributed=true, and in range."""
+    given = [n for n in ("coordinator_address", "num_processes", "process_id") if getattr(cfg, n) is not None]
+    if given and not cfg.distributed:
+        raise ConfigError(f"{given[0]}={getattr(cfg, given[0])} is set but distributed=false: add distributed=true")
+    address = cfg.coordinator_address
+    if address is not None:
+        host, _, port = str(address).rpartition(":")
+        if not host or not port.isdigit() or not 0 < int(port) < 65536:
+            raise ConfigError(f"coordinator_address={address} is invalid: HOST:PORT of process 0, e.g. node001:1234")
+    n, i = cfg.num_processes, cfg.process_id
+    if n is not None and not 1 <= n <= 65536:
+        raise ConfigError(f"num_processes={n} is invalid: a number of processes from 1 to 65536")
+    if i is not None and (i < 0 or (n is not None and i >= n)):
+        top = f"{n - 1}" if n is not None else "num_processes - 1"
+        raise ConfigError(f"process_id={i} is invalid: an index from 0 to {top}")
+
+
+def _env_int(name: str) -> int | None:
+    value = os.environ.get(name)
+    if value is None or not value.strip():
+        return None
+    try:
+        return int(value)
+    except ValueError:
+        raise ConfigError(f"{name}={value} is invalid: must be an integer") from None
+
+
+def initialize(cfg: Any) -> None:
+    """Join the run's processes when `cfg.distributed` (once per process); ConfigError (one line) when
+    the coordinator, the process count or this process's index cannot be found or the join fails."""
+    import jax
+
+    if not cfg.distributed:
+        return
+    joined = getattr(jax.distributed, "is_initialized", lambda: False)()
+    if joined:
+        return
+    address = cfg.coordinator_address or os.environ.get("JAX_COORDINATOR_ADDRESS")
+    count = cfg.num_processes if cfg.num_processes is not None else _env_int("JAX_NUM_PROCESSES")
+    index = cfg.process_id if cfg.process_id is not None else _env_int("JAX_PROCESS_ID")
+    if cfg.device == "cpu" or os.environ.get("JAX_PLATFORMS", "").strip() == "cpu":
+        jax.config.update("jax_cpu_collectives_implementation", "gloo")  # CPU processes reduce over gloo
+    from jax._src import xla_bridge
+
+    if xla_bridge.backends_are_initialized():
+        raise ConfigError(
+            "distributed=true must join before jax starts, and it has started in this process (importing envs or"
+            " gymnax starts it): run `python -m jaxrl.train ... distributed=true`, or call"
+            " jax.distributed.initialize() first thing in the script"
+        )
+    try:
+        jax.distributed.initialize(address, count, index)
+    except (ValueError, TypeError, RuntimeError) as e:
+        reason = (str(e).strip().splitlines() or [type(e).__name__])[0][:240]
+        raise ConfigError(
+            f"distributed=true could not join the run ({reason}): set coordinator_address=HOST:PORT,"
+            " num_processes and process_id (or JAX_COORDINATOR_ADDRESS, JAX_NUM_PROCESSES, JAX_PROCESS_ID),"
+            " or start every process under SLURM (srun)"
+        ) from None
+
+
+LAUNCH = ("distributed", "coordinator_address", "num_processes", "process_id", "device")
+
+
+def join_early(overrides: list[str], saved_config: Path | None = None) -> None:
+    """Join the run's processes before anything touches jax (composing a config builds envs, which
+    starts jax's backend, after which `jax.distributed.initialize` refuses): the launch settings are
+    read from the command line's overrides, over a resumed run's config.yaml, alone. ConfigError
+    (one line) when they are bad or the join fails; unreadable values are left to the full config check.
+    """
+    import types
+
+    from omegaconf import OmegaConf
+
+    settings: dict[str, Any] = {"distributed": False, "device": "auto"}
+    settings.update({k: None for k in LAUNCH[1:4]})
+    try:
+        if saved_config is not None and saved_config.is_file():
+            saved = OmegaConf.to_container(OmegaConf.load(saved_config))
+            settings.update({k: saved[k] for k in LAUNCH if isinstance(saved, dict) and k in saved})
+        ours = [o.lstrip("+~") for o in overrides if o.lstrip("+~").partition("=")[0] in LAUNCH]
+        settings.update(OmegaConf.to_container(OmegaConf.from_dotlist(ours)))
+    except Exception:  # noqa: BLE001  (a damaged file or value: the full config check names it)
+        return
+    if settings["distributed"] is not True:
+        return
+    launch = types.SimpleNamespace(**settings)
+    check_distributed(launch)
+    initialize(launch)
+
+
+def process_count() -> int:
+    import jax
+
+    return jax.process_count()
+
+
+def is_primary() -> bool:
+    """Whether this process writes the run's logs, metrics and summary (process 0; always, on one host)."""
+    import jax
+
+    return jax.process_index() == 0
+
+
+def any_process(flag: bool) -> bool:
+    """`flag` of every process or-ed together (the flag itself on one host): a host-side decision all take."""
+    if process_count() == 1:
+        return flag
+    from jax.experimental import multihost_utils
+
+    return bool(np.asarray(multihost_utils.process_allgather(np.array(flag, np.bool_))).any())
+
+
+def broadcast_text(text: str) -> str:
+    """Process 0's `text` on every process (the text itself on one host), e.g. a run directory named by time."""
+    if process_count() == 1:
+        return text
+    from jax.experimental import multihost_utils
+
+    data = np.zeros(4096, np.uint8)
+    raw = text.encode()[:4096]
+    data[: len(raw)] = np.frombuffer(raw, np.uint8)
+    shared = np.asarray(multihost_utils.broadcast_one_to_all(data))
+    return bytes(shared[shared != 0].astype(np.uint8)).decode()
+
+
+def barrier(name: str) -> None:
+    """Wait until every process gets here (nothing on one host)."""
+    if process_count() > 1:
+        from jax.experimental import multihost_utils
+
+        multihost_utils.sync_global_devices(name)
