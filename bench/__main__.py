@@ -2,7 +2,7 @@
 
     python -m bench                  # full mode: takes what it needs (about 3 hours on a 2-core CPU, 2h18m of it `score`)
     python -m bench --quick          # about 15 minutes on a 2-core CPU
-    python -m bench --only env,train # some parts (env, train, memory, score, precision, runs, parity, algos)
+    python -m bench --only env,train # some parts (env, train, memory, score, precision, runs, parity, algos, sweep)
     python -m bench --out DIR        # default bench/results/<machine>-<date>/
 
 Peers (Jumanji, navix, xminigrid, Stable-Baselines3) come with `pip install 'jaxrl[bench]'`;

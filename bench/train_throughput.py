@@ -145,7 +145,7 @@ def chunk_throughput(args: argparse.Namespace) -> dict[str, Any]:
     runner, _stats = program.run_chunk(runner, args.updates)
     jax.block_until_ready(runner)
     dt = time.perf_counter() - t0
-    steps = args.updates * program.steps_per_update * cfg.num_seeds
+    steps = args.updates * program.steps_per_update * program.population
     sps = steps / dt
     print(
         f"{args.algo.upper()} on {cfg.env.name}: {sps:,.0f} env steps/s ({steps:,} steps in {dt:.1f}s);"

@@ -94,6 +94,7 @@ def check_same_state(saved: TrainConfig, cfg: TrainConfig, overrides: list[str])
 
 def _prepare(cfg: TrainConfig) -> tuple[Any, Any, Any]:
     """(devices, program, curriculum) for a config, every check done before anything is written."""
+
     from jaxrl.compiling import use_persistent_cache
     from jaxrl.config import logger_names, make_env
     from jaxrl.curriculum import for_config
@@ -113,9 +114,10 @@ def _prepare(cfg: TrainConfig) -> tuple[Any, Any, Any]:
         use_persistent_cache(cfg.compile_cache)  # ConfigError when it is not a usable directory
     env, env_params = make_env(cfg)
     program = Program(cfg, env, env_params, layout=lay)
-    import jax
+    from jaxrl.devices import own
+    from jaxrl.distributed import agree_error
 
-    program.check_memory(next(d for d in devices if d.process_index == jax.process_index()))  # one of this host's
+    agree_error(lambda: program.check_memory(own(devices)))  # each host checks its own; all stop if one must
     curriculum = for_config(cfg, env, env_params, program.steps_per_update)
     for phase in curriculum.phases if curriculum is not None else []:
         clash = [f for f in program.swept_env_fields if f in phase.overrides]
@@ -132,10 +134,9 @@ def _start(cfg: TrainConfig, resolved: Any, resume: Path | None) -> tuple[Any, A
     from omegaconf import OmegaConf
 
     from jaxrl.checkpoint import Checkpointer
+    from jaxrl.distributed import agree_error, barrier, broadcast_text, is_primary
     from jaxrl.driver import RunProgress
     from jaxrl.rundir import check_writable, claim, move_aside, refuse_taken
-
-    from jaxrl.distributed import barrier, broadcast_text, is_primary
 
     primary = is_primary()  # process 0 (always, on one host): the one that writes the run's files
     run_dir = resume or (Path(cfg.run_dir).expanduser() if cfg.run_dir else None)
@@ -146,15 +147,17 @@ def _start(cfg: TrainConfig, resolved: Any, resume: Path | None) -> tuple[Any, A
         refuse_taken(run_dir, cfg.overwrite)
     barrier("jaxrl-run-dir-checked")  # every process has looked before process 0 claims it
     device = devices[0]
-    moved = move_aside(run_dir) if resume is None and cfg.overwrite and primary else None
-    if moved is not None:
-        print(f"overwrite=true: the run that was in {run_dir} is now in {moved}", flush=True)
-    if primary:
-        check_writable(run_dir)
     config_text = OmegaConf.to_yaml(portable(resolved), resolve=True)  # with any resume overrides
-    if resume is None and primary:
-        claim(run_dir, config_text)  # atomic: two starts in one run_dir cannot both get here
-    barrier("jaxrl-run-dir-claimed")
+
+    def take() -> None:  # process 0's job; its refusal is every process's (jaxrl.distributed.agree_error)
+        moved = move_aside(run_dir) if resume is None and cfg.overwrite else None
+        if moved is not None:
+            print(f"overwrite=true: the run that was in {run_dir} is now in {moved}", flush=True)
+        check_writable(run_dir)
+        if resume is None:
+            claim(run_dir, config_text)  # atomic: two starts in one run_dir cannot both get here
+
+    agree_error(take if primary else lambda: None)
     progress = RunProgress()
     checkpoints = Checkpointer(
         run_dir / "checkpoints", keep=cfg.checkpoint.keep, run_id=progress.run_id, shardings=program.shardings
@@ -187,9 +190,8 @@ def portable(resolved: Any) -> Any:
 
 def _compile(cfg, resolved, program, run_dir, device, devices, checkpoints, progress, resume) -> tuple[Any, Any]:
     """(context, runner) of a fresh or resumed run: restored when resuming, compiled, announced."""
-    from jaxrl.driver import RunContext, RunProgress
-
     from jaxrl.distributed import is_primary
+    from jaxrl.driver import RunContext, RunProgress
 
     say = print if is_primary() else (lambda *args, **kwargs: None)  # process 0 speaks for a distributed run
     used = "" if program.layout is None else f"; using {program.layout.describe()}"
@@ -200,7 +202,9 @@ def _compile(cfg, resolved, program, run_dir, device, devices, checkpoints, prog
         flush=True,
     )
     if program.sweep.keys:
-        say(f"sweep: {program.sweep.size} members x {cfg.num_seeds} seeds in one program ({', '.join(program.sweep.keys)})")
+        say(
+            f"sweep: {program.sweep.size} members x {cfg.num_seeds} seeds in one program ({', '.join(program.sweep.keys)})"
+        )
     runner = None
     if resume is not None:
         warn = lambda line: print(line, file=sys.stderr, flush=True)
@@ -216,7 +220,9 @@ def _compile(cfg, resolved, program, run_dir, device, devices, checkpoints, prog
         if total == int(cfg.total_timesteps)
         else f" ({total:,} env steps: total_timesteps rounded down to whole updates)"
     )
-    say(f"compiled in {compile_s:.1f}s; {program.num_updates} updates in chunks of {program.chunk}{rounded}", flush=True)
+    say(
+        f"compiled in {compile_s:.1f}s; {program.num_updates} updates in chunks of {program.chunk}{rounded}", flush=True
+    )
     ctx = RunContext(cfg, resolved, program, run_dir, progress, device=device, resumed=resume is not None)
     if resume is not None:
         ctx.saved = checkpoints.path(step)  # the last good checkpoint until this process saves one
@@ -226,12 +232,11 @@ def _compile(cfg, resolved, program, run_dir, device, devices, checkpoints, prog
 def run_training(cfg: TrainConfig, resolved: Any, resume: Path | None = None, hooks: Sequence[Any] = ()) -> Any:
     """Train (or resume) as configured, writing the run directory; returns the run's `RunContext`."""
     from jaxrl import hooks as jobs
+    from jaxrl.distributed import is_primary
     from jaxrl.driver import host_loop
     from jaxrl.errors import NonFiniteError
 
     ctx, runner, (checkpoints, curriculum) = _start(cfg, resolved, resume)
-    from jaxrl.distributed import is_primary
-
     schedule = [jobs.CurriculumHook(curriculum)] if curriculum is not None else []
     writes = is_primary()  # a distributed run's other processes write no logs, metrics or summary
     chain = [
@@ -270,7 +275,6 @@ def compose(overrides: list[str], resume: str | Path | None = None) -> tuple[Tra
     """(typed config, resolved config, resume dir) for command-line overrides (`["env=snake", "algo.lr=3e-4"]`),
     of a new run or of `resume=RUN_DIR`; ConfigError (one line) otherwise."""
     from jaxrl.cli_config import compose_config, resume_config
-
     from jaxrl.distributed import join_early
 
     run_dir = None if resume is None else Path(resume).expanduser()
@@ -399,7 +403,12 @@ class Run:
         return None if summary is None else summary.get("members")
 
     def evaluate(
-        self, episodes: int = 100, greedy: bool = True, seed: int = 0, step: int | None = None, member: int | None = None
+        self,
+        episodes: int = 100,
+        greedy: bool = True,
+        seed: int = 0,
+        step: int | None = None,
+        member: int | None = None,
     ) -> dict:
         """Play `episodes` per seed (of a sweep's `member`, default the best); the eval.json dict (also written).
         No replay is drawn."""
@@ -433,15 +442,21 @@ class Run:
 
     @property
     def policy(self) -> Policy:
-        """The greedy policy of seed 0 at the newest checkpoint (see `policy_of` for others)."""
+        """The greedy policy of seed 0 (of a sweep's best member) at the newest checkpoint (see `policy_of`)."""
         return self.policy_of()
 
-    def policy_of(self, seed: int = 0, greedy: bool = True, step: int | None = None, member: int = 0) -> Policy:
-        """The policy of one seed (of a sweep's `member`) at a checkpoint: greedy, or acting as in training."""
+    def policy_of(
+        self, seed: int = 0, greedy: bool = True, step: int | None = None, member: int | None = None
+    ) -> Policy:
+        """The policy of one seed (of a sweep's `member`, default the best as in `evaluate`) at a checkpoint:
+        greedy, or acting as in training."""
         import jax
+
+        from jaxrl.eval import pick_member
 
         _, runner, program = self.restore(step)
         seeds, members = self.config.num_seeds, program.sweep.size
+        member = pick_member(self, program, member) if member is None else member
         if not 0 <= seed < seeds or not 0 <= member < members:
             raise ConfigError(
                 f"seed={seed}, member={member} is invalid: the run has seeds 0..{seeds - 1}, members 0..{members - 1}"

@@ -158,7 +158,12 @@ class Checkpointer:
         ocp = self._ocp
         needed = sum(x.nbytes for x in jax.tree.leaves(state)) + 2**17  # + orbax's own files
         free = shutil.disk_usage(self.directory).free
-        if free < needed:
+        short = free < needed
+        if self.multihost:  # every process writes or none does: orbax's save is collective
+            from jaxrl.distributed import any_process
+
+            short = any_process(short)
+        if short:
             raise OSError(
                 errno.ENOSPC, f"not enough free space: about {needed / 2**20:.1f} MB needed, {free / 2**20:.1f} MB free"
             )

@@ -107,7 +107,9 @@ def _sweep_override(item: str) -> str:
     if bare != "sweep" and not bare.startswith("sweep."):
         return item
     if bare == "sweep" or bare.count(".") != 2:
-        raise UsageError(f"{item}: a sweep key is sweep.algo.<setting> or sweep.env.<field>, e.g. sweep.algo.lr=[1e-4,3e-4]")
+        raise UsageError(
+            f"{item}: a sweep key is sweep.algo.<setting> or sweep.env.<field>, e.g. sweep.algo.lr=[1e-4,3e-4]"
+        )
     text = value.strip()
     if "," in text and not text.startswith("["):
         raise UsageError(f"{item} is invalid: a sweep takes a list in brackets, e.g. {bare}=[{text}]")

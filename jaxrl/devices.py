@@ -34,6 +34,13 @@ def find_devices(kind: str) -> list:
     return []
 
 
+def own(devices: list) -> object:
+    """The first of `devices` that this process drives (in a distributed run jax lists every process's)."""
+    import jax
+
+    return next(d for d in devices if d.process_index == jax.process_index())
+
+
 def select_device(choice: str) -> list:
     """Pin jax's default device for `choice` (auto|cpu|tpu|gpu|metal) and return its platform's devices.
 
@@ -50,11 +57,11 @@ def select_device(choice: str) -> list:
     for kind in kinds:
         devices = find_devices(kind)
         if devices:
-            jax.config.update("jax_default_device", devices[0])
+            jax.config.update("jax_default_device", own(devices))
             return devices
     if choice == "auto":
         devices = jax.devices("cpu")
-        jax.config.update("jax_default_device", devices[0])
+        jax.config.update("jax_default_device", own(devices))
         return devices
     raise ConfigError(f"device={choice} requested but jax sees no such backend: {HINTS[choice]}")
 

@@ -5,7 +5,7 @@ config, each on its own host's devices. After `initialize`, `jax.devices()` list
 every process, so `devices=all` builds one mesh across hosts and the chunk program is partitioned
 over it as on one host; XLA's collectives (NCCL on GPUs, gloo on CPUs) carry the gradient
 all-reduce. Where the processes must take the same host-side decision (is a checkpoint due, was a
-stop requested), `any_process` makes it one. Only process 0 writes logs, metrics and the summary;
+stop requested, did a check fail), `gather_text` exchanges it through jax's coordination service. Only process 0 writes logs, metrics and the summary;
 every process takes part in a checkpoint (orbax writes each process's shards, `jaxrl.checkpoint`).
 
 The coordinator's address, the process count and this process's index come from the config
@@ -16,11 +16,10 @@ The coordinator's address, the process count and this process's index come from 
 
 from __future__ import annotations
 
+import itertools
 import os
 from pathlib import Path
 from typing import Any
-
-import numpy as np
 
 from jaxrl.errors import ConfigError
 
@@ -36,6 +35,9 @@ def check_distributed(cfg: Any) -> None:
         if not host or not port.isdigit() or not 0 < int(port) < 65536:
             raise ConfigError(f"coordinator_address={address} is invalid: HOST:PORT of process 0, e.g. node001:1234")
     n, i = cfg.num_processes, cfg.process_id
+    for name, value in (("num_processes", n), ("process_id", i)):
+        if value is not None and (not isinstance(value, int) or isinstance(value, bool)):
+            raise ConfigError(f"{name}={value} is invalid: must be an integer")
     if n is not None and not 1 <= n <= 65536:
         raise ConfigError(f"num_processes={n} is invalid: a number of processes from 1 to 65536")
     if i is not None and (i < 0 or (n is not None and i >= n)):
@@ -130,31 +132,59 @@ def is_primary() -> bool:
     return jax.process_index() == 0
 
 
+WAIT_MS = 3_600_000  # how long a process waits for the others at a host-side exchange (a chunk may be slow)
+_exchanges = itertools.count()  # every process makes the same exchanges in the same order
+
+
+def gather_text(text: str) -> list[str]:
+    """Every process's `text`, in process order ([text] on one host).
+
+    Host-side decisions travel through jax's coordination service (a key-value store on process 0),
+    not through the devices: a device collective would queue behind the chunk computing and hold
+    the host loop until it ends.
+    """
+    if process_count() == 1:
+        return [text]
+    import jax
+    from jax._src import distributed
+
+    client = distributed.global_state.client
+    key = f"jaxrl/{next(_exchanges)}"
+    client.key_value_set(f"{key}/{jax.process_index()}", "=" + text)
+    return [client.blocking_key_value_get(f"{key}/{i}", WAIT_MS)[1:] for i in range(process_count())]
+
+
 def any_process(flag: bool) -> bool:
     """`flag` of every process or-ed together (the flag itself on one host): a host-side decision all take."""
-    if process_count() == 1:
-        return flag
-    from jax.experimental import multihost_utils
-
-    return bool(np.asarray(multihost_utils.process_allgather(np.array(flag, np.bool_))).any())
+    return any(t == "1" for t in gather_text("1" if flag else "0"))
 
 
 def broadcast_text(text: str) -> str:
     """Process 0's `text` on every process (the text itself on one host), e.g. a run directory named by time."""
-    if process_count() == 1:
-        return text
-    from jax.experimental import multihost_utils
+    return gather_text(text)[0]
 
-    data = np.zeros(4096, np.uint8)
-    raw = text.encode()[:4096]
-    data[: len(raw)] = np.frombuffer(raw, np.uint8)
-    shared = np.asarray(multihost_utils.broadcast_one_to_all(data))
-    return bytes(shared[shared != 0].astype(np.uint8)).decode()
+
+def agree_error(job: Any) -> None:
+    """Run `job` (which may raise ConfigError); when it fails on any process, every process raises a
+    ConfigError with the first failing process's line, instead of the others waiting at the next
+    collective. On one host: `job()` itself."""
+    if process_count() == 1:
+        job()
+        return
+    try:
+        job()
+        line = ""
+    except ConfigError as e:
+        line = str(e) or type(e).__name__
+    lines = gather_text(line)
+    if any(lines):
+        import jax
+
+        first = next(i for i, text in enumerate(lines) if text)
+        where = "" if first == jax.process_index() else f"process {first}: "
+        raise ConfigError(f"{where}{lines[first]}")
 
 
 def barrier(name: str) -> None:
-    """Wait until every process gets here (nothing on one host)."""
-    if process_count() > 1:
-        from jax.experimental import multihost_utils
-
-        multihost_utils.sync_global_devices(name)
+    """Wait until every process gets here (nothing on one host); `name` says where, for a reader."""
+    gather_text(name)

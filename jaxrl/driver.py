@@ -90,6 +90,7 @@ class Program:
         n = self.population
         chunk_fn, init_fn = over_seeds(run_chunk, n, (0, 0, None)), over_seeds(init, n, (0, 0, 0))
         self.shardings = None
+        self.chunk_hypers = self.hypers  # what the compiled chunk takes: on the mesh when there is one
         if self.layout is None:
             self._chunk_fn = jax.jit(chunk_fn, donate_argnums=0)
             self._init_fn = jax.jit(init_fn)
@@ -105,6 +106,8 @@ class Program:
                 donate_argnums=0,
             )
             self._init_fn = jax.jit(init_fn, out_shardings=self.shardings)
+            # placed once: host arrays with a sharding that splits them are no jit input across processes
+            self.chunk_hypers = self.put(self.hypers, jax.tree.map(lambda _: seeds, self.hypers))
         self._compiled = None
 
     def algorithm(self, hypers: dict[str, Any] | None = None) -> algorithm.Algorithm:
@@ -175,7 +178,7 @@ class Program:
             init, abstract = compile_aside(self._init_fn, *args)
         else:
             runner = abstract = self.put(runner, self.shardings)
-        self._compiled = compile_jit(self._chunk_fn, abstract, self.hypers, np.int32(self.chunk))
+        self._compiled = compile_jit(self._chunk_fn, abstract, self.chunk_hypers, np.int32(self.chunk))
         if init is not None:
             runner = init.result()(*args)
         jax.block_until_ready(runner)
@@ -202,7 +205,7 @@ class Program:
     def dispatch(self, runner: Any, active: int) -> tuple[Any, UpdateStats]:
         """Start `active` updates of every seed; returns at once with the runner and stats to come
         (jax's asynchronous dispatch). The runner passed in is donated: do not use it again."""
-        return self._compiled(runner, self.hypers, np.int32(active))
+        return self._compiled(runner, self.chunk_hypers, np.int32(active))
 
     @staticmethod
     def fetch(stats: UpdateStats, active: int) -> UpdateStats:
@@ -282,7 +285,8 @@ class RunContext:
     progress: RunProgress
     device: Any = None  # the jax device the run uses
     resumed: bool = False
-    stop_requested: bool = False  # set by the stop signal: finish the chunks dispatched, save, end
+    stop_requested: bool = False  # finish the chunks dispatched, save, end (agreed by every process of a run)
+    stop_signals: int = 0  # Ctrl-Cs this process received (`jaxrl.hooks.StopSignal`)
     saved: Path | None = None  # the last checkpoint written
     interrupted: bool = False
 
@@ -367,8 +371,10 @@ def host_loop(ctx: RunContext, runner: Any, hooks: list[Hook]) -> Any:
     last_end = time.perf_counter()
     while flight is not None:
         ends_at = flight.plan.start + flight.plan.active
-        ctx.stop_requested = any_process(ctx.stop_requested)  # a distributed run's processes stop together
-        hold = any(hook.needs_runner(ctx, ends_at) for hook in hooks)
+        # A distributed run's processes stop together: each one's Ctrl-C becomes everyone's here, and only here.
+        ctx.stop_requested = ctx.stop_requested or any_process(ctx.stop_signals > 0)
+        asked = [hook.needs_runner(ctx, ends_at) for hook in hooks]  # every hook: a checkpoint's decision is collective
+        hold = any(asked)
         ahead = None if hold else dispatch_next(ctx, flight.runner, hooks, ends_at)
         stats = program.fetch(flight.stats, flight.plan.active)
         stop_if_non_finite(ctx, flight.plan, stats)

@@ -408,7 +408,9 @@ def pick_member(run: Any, program: Any, member: int | None) -> int:
             return 0
         summary = run.summary
         if not summary or summary.get("best_member") is None:
-            raise UsageError(f"{run.run_dir} is a sweep of {size} members with no summary.json yet: give member=0..{size - 1}")
+            raise UsageError(
+                f"{run.run_dir} is a sweep of {size} members with no summary.json yet: give member=0..{size - 1}"
+            )
         return int(summary["best_member"])
     if not 0 <= member < size:
         have = "has no sweep (member=0 only)" if size == 1 else f"has {size} sweep members (member=0..{size - 1})"

@@ -236,9 +236,13 @@ class StopSignal:
         return self
 
     def _handle(self, signum: int, frame: Any) -> None:
-        if self.ctx.stop_requested:
+        from jaxrl.distributed import process_count
+
+        if self.ctx.stop_signals:
             raise KeyboardInterrupt
-        self.ctx.stop_requested = True
+        self.ctx.stop_signals += 1
+        if process_count() == 1:  # one process decides alone; several agree in the host loop first
+            self.ctx.stop_requested = True
         print("\ninterrupt: saving a checkpoint after this chunk (Ctrl-C again stops without saving)", flush=True)
 
     def __exit__(self, *exc: object) -> None:
@@ -373,7 +377,9 @@ def ranking_lines(summary: dict[str, Any]) -> list[str]:
         lines.append(f"  {place}. member {r['member']}: {settings}: {figure_text(r)}")
     best = summary["members"][0]
     settings = " ".join(f"{k}={v:g}" for k, v in best["settings"].items())
-    lines.append(f"best: member {best['member']} ({settings}): {figure_text(best)} (jaxrl.eval member={best['member']})")
+    lines.append(
+        f"best: member {best['member']} ({settings}): {figure_text(best)} (jaxrl.eval member={best['member']})"
+    )
     return lines
 
 

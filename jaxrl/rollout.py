@@ -85,7 +85,5 @@ def step(
     if carry is not None:
         carry = reset_carry(carry, done, initial_carry)
     record = Step(streams.obs, action, reward, terminated, truncated, info["final_observation"])
-    streams = streams.replace(
-        state=state, obs=obs, episode_return=ep_return, episode_length=ep_length, carry=carry
-    )
+    streams = streams.replace(state=state, obs=obs, episode_return=ep_return, episode_length=ep_length, carry=carry)
     return streams, record, info, stats

@@ -3,7 +3,8 @@
 A sweep key names a float hyperparameter of the algorithm (`algo.lr`, `algo.ent_coef`,
 `algo.gamma`, the epsilon settings, ...) or a number of the env's `EnvParams` (`env.reward_apple`,
 `env.shaping`, ...): values that change no array shape. Several keys form a grid; its points are
-the sweep's members, in the order of the keys as given (the last key varies fastest).
+the sweep's members, ordered by the keys (the `algo` keys, then the `env` keys, each in the order
+given; the last varies fastest).
 
 Members ride the vmapped seed axis beside the seeds: the axis holds members x num_seeds entries,
 member-major (entry m * num_seeds + s is member m's seed s, which starts from seed s's key). A
@@ -93,7 +94,11 @@ def _check_key(cfg: TrainConfig, key: str) -> None:
         if name in allowed:
             return
         known = {f.name for f in dataclasses.fields(cfg.algo)}
-        why = "it fixes array shapes or the compiled program" if name in known else f"algo={cfg.algo.name} has no such setting"
+        why = (
+            "it fixes array shapes or the compiled program"
+            if name in known
+            else f"algo={cfg.algo.name} has no such setting"
+        )
         raise ConfigError(f"sweep.{key} cannot be swept: {why}; sweepable for {cfg.algo.name}: {', '.join(allowed)}")
     allowed = _env_numbers(cfg)
     if name in allowed:
@@ -105,7 +110,9 @@ def _check_key(cfg: TrainConfig, key: str) -> None:
         why = "it is a switch, not a number"
     else:
         why = f"{cfg.env.name} has no such EnvParams field"
-    raise ConfigError(f"sweep.{key} cannot be swept: {why}; sweepable for {cfg.env.name}: {', '.join(allowed) or 'none'}")
+    raise ConfigError(
+        f"sweep.{key} cannot be swept: {why}; sweepable for {cfg.env.name}: {', '.join(allowed) or 'none'}"
+    )
 
 
 def _check_values(key: str, values: Any) -> list[float | int]:
@@ -180,9 +187,7 @@ def member_env_params(cfg: TrainConfig, sweep: Sweep, base: Any) -> tuple[Any, t
     base = traced(base)
     params = [traced(make_env(member_config(cfg, sweep, m))[1], like=base) for m in range(sweep.size)]
     names = [f.name for f in dataclasses.fields(base)]
-    differ = tuple(
-        n for n in names if any(not np.array_equal(getattr(p, n), getattr(base, n)) for p in params)
-    )
+    differ = tuple(n for n in names if any(not np.array_equal(getattr(p, n), getattr(base, n)) for p in params))
     if not differ:
         return None, ()
     stacked = jax.tree.map(lambda *xs: np.repeat(np.stack(xs), cfg.num_seeds, axis=0), *params)

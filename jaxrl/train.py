@@ -23,6 +23,8 @@ USAGE = """usage: python -m jaxrl.train [key=value ...]
   run_dir=PATH overwrite=false device=auto|cpu|tpu|gpu|metal progress=true|false preset=fast|heavy|beast (ppo)
   experiment=snake_perfect   a shipped recipe (env settings, algorithm, schedule); key=value still overrides it
   devices=1|N|all seed_devices=1 env_groups=N   shard over local devices (mesh seed x env; README "Several devices")
+  sweep.algo.lr=[1e-4,3e-4,1e-3] sweep.env.reward_death=[-1,-2]   a grid of float settings trained in one program
+  distributed=true [coordinator_address=HOST:PORT num_processes=N process_id=I] devices=all   one run over hosts
   checkpoint.every_steps=N checkpoint.every_minutes=10 checkpoint.keep=3
   compile_cache=PATH   jax's persistent compilation cache: a second start loads its programs
   precision=fp32 | tf32 | bf16   full float32 | TensorFloat-32 matmuls (NVIDIA GPUs) | bfloat16 network, float32 params

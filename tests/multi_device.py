@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import os
 
-os.environ["XLA_FLAGS"] = os.environ.get("XLA_FLAGS", "") + " --xla_force_host_platform_device_count=4"
+if __name__ == "__main__":  # run as the script; imported (for `difference`), it must not change jax's devices
+    os.environ["XLA_FLAGS"] = os.environ.get("XLA_FLAGS", "") + " --xla_force_host_platform_device_count=4"
 
 import json
 import shutil
@@ -73,7 +74,10 @@ def sweep_on_seed_devices(root: Path) -> dict:
     settings = {"num_seeds": 2, "sweep": {"algo.lr": [3e-4, 1e-3]}}
     four = train(root, "sweep-4", "CartPole-v1", devices=4, seed_devices=2, **settings)
     one = train(root, "sweep-1", "CartPole-v1", devices=1, env_groups=2, **settings)
-    return {"difference": difference(four.restore()[1], one.restore()[1]), "best": [four.summary["best_member"], one.summary["best_member"]]}
+    return {
+        "difference": difference(four.restore()[1], one.restore()[1]),
+        "best": [four.summary["best_member"], one.summary["best_member"]],
+    }
 
 
 def restore_elsewhere(root: Path) -> dict:

@@ -77,6 +77,11 @@ def test_figures_are_the_ones_measured(smoke_run):
     algos = json.loads((out / "algos.json").read_text())["result"]
     assert [r["network"] for r in algos["grid"]] == ["cnn", "cnn + gru", "cnn, the GRU's wall-clock"]
     assert [r["algo"] for r in algos["q_grid"]] == ["dqn", "pqn"] and all(r["sps"] > 0 for r in algos["q_grid"])
+    sweep = json.loads((out / "sweep.json").read_text())["result"]
+    for c in sweep["cases"]:  # one member, the sweep in one process, a process per member
+        assert c["sweep"]["env_steps"] == 3 * c["one"]["env_steps"] and len(c["apart"]) == 3
+        assert c["ratio_to_one"] == pytest.approx(c["sweep"]["seconds"] / c["one"]["seconds"])
+        assert sorted(r["lr"] for r in c["ranking"]) == sweep["rates"]
     perfect = score["curves"]["jaxrl snake_perfect"]
     assert perfect["target_met"] == [False] * perfect["seeds"]  # 20k steps cannot win a game
     assert "Greedy evaluation of each seed's final checkpoint" in (out / "report.md").read_text()

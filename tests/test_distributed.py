@@ -5,8 +5,10 @@ from process 0 only, and leave checkpoints that restore on another layout in bot
 (orbax: each process writes its shards; a resume reads them onto the target sharding).
 """
 
+import json
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -124,3 +126,42 @@ def test_distributed_settings_are_checked_in_one_line():
     assert bad.returncode == 2 and "process_id=2 is invalid: an index from 0 to 1" in bad.stderr
     bad = train(["env=CartPole-v1", "distributed=true", "coordinator_address=nohost"], devices=1)
     assert bad.returncode == 2 and "coordinator_address=nohost is invalid: HOST:PORT" in bad.stderr
+
+
+def test_a_sweep_spreads_its_members_over_the_processes(tmp_path):
+    """A 2-member sweep on a 2 x 2 mesh whose seed rows are the two processes: each process trains one
+    member on its two devices, as one process with all four would."""
+    sweep = [*RUN, "sweep.algo.lr=[3e-4,1e-3]", "seed_devices=2"]
+    one = train([*sweep, "devices=4", f"run_dir={tmp_path / 'one'}"])
+    ok(one)
+    for proc in train_distributed([*sweep, "devices=all", f"run_dir={tmp_path / 'two'}"]):
+        ok(proc)
+    assert difference(jaxrl.load(tmp_path / "one").restore()[1], jaxrl.load(tmp_path / "two").restore()[1]) <= TOLERANCE
+    assert "best: member" in one.stdout.splitlines()[-1]
+
+
+def test_a_ctrl_c_on_one_process_stops_and_saves_the_whole_run(tmp_path):
+    """SIGINT reaches process 1 only: the processes agree at the next chunk, save together and both exit 130."""
+    port = free_port()
+    args = ["env=CartPole-v1", "num_envs=16", "total_timesteps=2e7", "num_chunks=2000", "device=cpu", "progress=false"]
+    args += ["devices=all", f"run_dir={tmp_path / 'run'}", "distributed=true", f"coordinator_address=127.0.0.1:{port}"]
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-m", "jaxrl.train", *args, "num_processes=2", f"process_id={i}"],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=environment(2),
+        )
+        for i in range(2)
+    ]
+    lead, other = procs
+    for line in lead.stdout:  # training has started on both (a chunk is collective)
+        if line.startswith("steps "):
+            break
+    other.send_signal(signal.SIGINT)
+    outs = [p.communicate(timeout=300) for p in procs]
+    assert [p.returncode for p in procs] == [130, 130], [o[1][-2000:] for o in outs]
+    summary = json.loads((tmp_path / "run" / "summary.json").read_text())
+    assert summary["interrupted"] is True and 0 < summary["env_steps_per_seed"] < 2e7
+    assert (tmp_path / "run" / "checkpoints" / str(summary["env_steps_per_seed"])).is_dir()

@@ -94,7 +94,7 @@ def test_each_member_trains_like_a_separate_run_with_its_settings(tmp_path, whic
     for member in (0, 3):
         settings = swept.summary["members"][[r["member"] for r in swept.summary["members"]].index(member)]["settings"]
         alone = jaxrl.train(env=env, algo=algo, run_dir=tmp_path / f"alone{member}", **BASE, **extra, **settings)
-        part = jax.tree.map(lambda x: x[2 * member : 2 * member + 2], runner)
+        part = jax.tree.map(lambda x, m=member: x[2 * m : 2 * m + 2], runner)
         assert difference(part, alone.restore()[1]) <= TOLERANCE, (member, settings)
     if which == "ppo":  # Snake's shaping discounts with each member's own gamma (it follows algo.gamma)
         np.testing.assert_allclose(runner.envs.params.shaping_gamma, np.repeat([0.9, 0.99, 0.9, 0.99], 2))
@@ -122,8 +122,16 @@ def test_a_sweep_compiles_one_chunk_program(monkeypatch):
 def test_sweep_outputs_name_every_member(tmp_path, capsys):
     run_dir = tmp_path / "run"
     code = train_main(
-        ["env=CartPole-v1", "num_envs=4", "total_timesteps=8192", "num_chunks=4", "num_seeds=2", "progress=false",
-         "sweep.algo.lr=[3e-5,3e-3]", f"run_dir={run_dir}"]
+        [
+            "env=CartPole-v1",
+            "num_envs=4",
+            "total_timesteps=8192",
+            "num_chunks=4",
+            "num_seeds=2",
+            "progress=false",
+            "sweep.algo.lr=[3e-5,3e-3]",
+            f"run_dir={run_dir}",
+        ]
     )
     assert code == 0
     lines = capsys.readouterr().out.strip().splitlines()

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import importlib
 
-ORDER = ("env", "train", "memory", "score", "precision", "runs", "parity", "algos")
+ORDER = ("env", "train", "memory", "score", "precision", "runs", "parity", "algos", "sweep")
 
 
 def load(name: str):

@@ -43,7 +43,7 @@ def program_sps(overrides: list[str], target_steps: int) -> dict[str, Any]:
     runner, _ = program.run_chunk(runner, updates)
     jax.block_until_ready(runner)
     seconds = time.perf_counter() - t0
-    steps = updates * program.steps_per_update * cfg.num_seeds
+    steps = updates * program.steps_per_update * program.population
     return {"sps": steps / seconds, "compile_s": compile_s, "steps": steps, "seconds": seconds}
 
 
