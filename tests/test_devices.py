@@ -10,6 +10,8 @@ from jaxrl.config import ConfigError
 
 
 class FakeDevice:
+    process_index = 0  # this process's, as jax's own devices say
+
     def __init__(self, platform):
         self.platform = platform
 

@@ -128,6 +128,7 @@ def test_distributed_settings_are_checked_in_one_line():
     assert bad.returncode == 2 and "coordinator_address=nohost is invalid: HOST:PORT" in bad.stderr
 
 
+@pytest.mark.slow
 def test_a_sweep_spreads_its_members_over_the_processes(tmp_path):
     """A 2-member sweep on a 2 x 2 mesh whose seed rows are the two processes: each process trains one
     member on its two devices, as one process with all four would."""
@@ -140,6 +141,7 @@ def test_a_sweep_spreads_its_members_over_the_processes(tmp_path):
     assert "best: member" in one.stdout.splitlines()[-1]
 
 
+@pytest.mark.slow
 def test_a_ctrl_c_on_one_process_stops_and_saves_the_whole_run(tmp_path):
     """SIGINT reaches process 1 only: the processes agree at the next chunk, save together and both exit 130."""
     port = free_port()

@@ -118,7 +118,7 @@ def test_only_bf16_puts_bfloat16_matmuls_into_the_training_program(algo):
     found = {}
     for precision in ("fp32", "tf32", "bf16"):
         prog = program([*ALGOS[algo], f"precision={precision}"])
-        jaxpr = jax.make_jaxpr(prog._chunk_fn)(prog.abstract_runner(), jnp.int32(3))
+        jaxpr = jax.make_jaxpr(prog._chunk_fn)(prog.abstract_runner(), prog.chunk_hypers, jnp.int32(3))
         found[precision] = matmuls(jaxpr.jaxpr)
     assert operand_dtypes(found["fp32"]) == operand_dtypes(found["tf32"]) == {"float32"}
     assert operand_dtypes(found["bf16"]) == {"bfloat16"}  # every matmul of the update is the network's
@@ -137,10 +137,10 @@ def test_tf32_and_fp32_are_the_matmul_precision_of_the_traced_programs_and_the_p
     want = {"fp32": {"HIGHEST, HIGHEST"}, "tf32": {"HIGH, HIGH"}, "bf16": {"HIGHEST, HIGHEST"}}
     for precision, attributes in want.items():
         prog = program([*ALGOS[algo], f"precision={precision}"])
-        keys = prog.seed_keys()
         runner = prog.abstract_runner()
-        assert lowered_precisions(prog._chunk_fn.lower(runner, jnp.int32(3)).as_text()) == attributes, precision
-        assert lowered_precisions(prog._init_fn.lower(keys).as_text()) == attributes, precision  # the initializer
+        chunk = prog._chunk_fn.lower(runner, prog.chunk_hypers, jnp.int32(3))
+        assert lowered_precisions(chunk.as_text()) == attributes, precision
+        assert lowered_precisions(prog._init_fn.lower(*prog.init_args()).as_text()) == attributes, precision  # init
         # The policy that eval and Run.policy_of jit, traced wherever they are.
         params = jax.tree.map(lambda x: jax.ShapeDtypeStruct(x.shape[1:], x.dtype), prog.algo.policy_params(runner))
         obs = jax.ShapeDtypeStruct((7, *prog.algo.obs_shape), jnp.float32)

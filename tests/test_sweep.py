@@ -85,7 +85,9 @@ SWEEPS = {  # (algo, env, sweep, extra settings): algorithm floats, env rewards,
 }
 
 
-@pytest.mark.parametrize("which", list(SWEEPS))
+@pytest.mark.parametrize(
+    "which", ["ppo", pytest.param("pqn", marks=pytest.mark.slow), pytest.param("dqn", marks=pytest.mark.slow)]
+)
 def test_each_member_trains_like_a_separate_run_with_its_settings(tmp_path, which):
     algo, env, sweep, extra = SWEEPS[which]
     swept = jaxrl.train(env=env, algo=algo, run_dir=tmp_path / "sweep", sweep=sweep, **BASE, **extra)
