@@ -117,7 +117,14 @@ def report(result: dict[str, Any]) -> str:
             f" ({fmt_rate(sweep['sps'])}/s) | {c['apart_seconds']:.1f} s | {c['ratio_to_one']:.2f}x |"
             f" {c['ratio_to_apart']:.2f}x |"
         )
-    md += ["", "Final training return per learning rate (the sweep's members against the separate runs):", ""]
+    md += [
+        "",
+        "Final training return per learning rate, the sweep's members against the separate runs. A member"
+        " computes what its separate run computes up to float rounding (a vmap of 12 entries batches the"
+        " matmuls differently from one of 4; `tests/test_sweep.py` pins it after two updates), and over"
+        " millions of steps that rounding can grow into another trajectory, as another seed would:",
+        "",
+    ]
     md += ["| case | lr | in the sweep | alone |", "|---|---|---|---|"]
     for c in result["cases"]:
         for r in sorted(c["ranking"], key=lambda r: r["lr"]):
