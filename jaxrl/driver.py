@@ -22,6 +22,7 @@ from jaxrl.compiling import compile_aside, compile_jit
 from jaxrl.config import INT32_MAX, ConfigError, TrainConfig, agents_per_world
 from jaxrl.distributed import any_process
 from jaxrl.errors import NonFiniteError
+from jaxrl.mesh import put
 from jaxrl.precision import with_matmul_precision
 from jaxrl.stats import UpdateStats, all_finite
 
@@ -107,7 +108,7 @@ class Program:
             )
             self._init_fn = jax.jit(init_fn, out_shardings=self.shardings)
             # placed once: host arrays with a sharding that splits them are no jit input across processes
-            self.chunk_hypers = self.put(self.hypers, jax.tree.map(lambda _: seeds, self.hypers))
+            self.chunk_hypers = put(self.hypers, jax.tree.map(lambda _: seeds, self.hypers))
         self._compiled = None
 
     def algorithm(self, hypers: dict[str, Any] | None = None) -> algorithm.Algorithm:
@@ -177,20 +178,12 @@ class Program:
             args = self.init_args()
             init, abstract = compile_aside(self._init_fn, *args)
         else:
-            runner = abstract = self.put(runner, self.shardings)
+            runner = abstract = put(runner, self.shardings)
         self._compiled = compile_jit(self._chunk_fn, abstract, self.chunk_hypers, np.int32(self.chunk))
         if init is not None:
             runner = init.result()(*args)
         jax.block_until_ready(runner)
         return runner, time.perf_counter() - t0
-
-    @staticmethod
-    def put(tree: Any, shardings: Any) -> Any:
-        """`tree` on the devices of `shardings` (None: jax's default device); host arrays across processes
-        are assembled from each process's own shards."""
-        from jaxrl.mesh import put
-
-        return put(tree, shardings)
 
     def with_env_params(self, runner: Any, params: Any) -> Any:
         """The runner with every seed's envs switched to `params` (traced `EnvParams`); the fields a sweep
@@ -199,7 +192,7 @@ class Program:
         if self.swept_env_fields:
             stacked = stacked.replace(**{f: getattr(self.start_params, f) for f in self.swept_env_fields})
         if self.shardings is not None:
-            stacked = self.put(stacked, self.shardings.envs.params)
+            stacked = put(stacked, self.shardings.envs.params)
         return runner.replace(envs=runner.envs.replace(params=stacked))
 
     def dispatch(self, runner: Any, active: int) -> tuple[Any, UpdateStats]:

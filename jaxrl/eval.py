@@ -495,8 +495,9 @@ def report(result: dict[str, Any]) -> None:
         f"in {result['seconds']:.1f}s"
     )
     if "member" in result:
-        settings = " ".join(f"{k}={v:g}" for k, v in result["settings"].items())
-        print(f"sweep member {result['member']}: {settings}")
+        from jaxrl.sweep import settings_label
+
+        print(f"sweep member {result['member']}: {settings_label(result['settings'])}")
     print(line)
     if "score" in result:
         print(f"score {_spread(result['score'])}" + (f" || {wins}" if wins else ""))

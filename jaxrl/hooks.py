@@ -371,12 +371,13 @@ class SummaryHook(Hook):
 
 def ranking_lines(summary: dict[str, Any]) -> list[str]:
     """A sweep's ranking, one line per member, and last the line naming the best member and its settings."""
+    from jaxrl.sweep import settings_label
+
     lines = ["sweep ranking (final return over each member's seeds):"]
     for place, r in enumerate(summary["members"], 1):
-        settings = " ".join(f"{k}={v:g}" for k, v in r["settings"].items())
-        lines.append(f"  {place}. member {r['member']}: {settings}: {figure_text(r)}")
+        lines.append(f"  {place}. member {r['member']}: {settings_label(r['settings'])}: {figure_text(r)}")
     best = summary["members"][0]
-    settings = " ".join(f"{k}={v:g}" for k, v in best["settings"].items())
+    settings = settings_label(best["settings"])
     lines.append(
         f"best: member {best['member']} ({settings}): {figure_text(best)} (jaxrl.eval member={best['member']})"
     )

@@ -45,7 +45,7 @@ class Sweep:
 
     def label(self, member: int) -> str:
         """`algo.lr=0.001 env.shaping=0.2` for member `member` (empty without a sweep)."""
-        return " ".join(f"{k}={v:g}" for k, v in self.members[member].items())
+        return settings_label(self.members[member])
 
     def algo_values(self, num_seeds: int) -> dict[str, np.ndarray]:
         """{field: (members * num_seeds,) float32}: the swept algorithm values of every entry of the seed axis."""
@@ -53,6 +53,11 @@ class Sweep:
             name: np.repeat(np.array([m[f"algo.{name}"] for m in self.members], np.float32), num_seeds)
             for name in self.algo_keys
         }
+
+
+def settings_label(settings: dict[str, Any]) -> str:
+    """A member's settings as the command line writes them: `algo.lr=0.001 env.shaping=0.2`."""
+    return " ".join(f"{k}={v:g}" for k, v in settings.items())
 
 
 def flatten(tree: Any, prefix: str = "") -> dict[str, Any]:
@@ -184,6 +189,8 @@ def member_env_params(cfg: TrainConfig, sweep: Sweep, base: Any) -> tuple[Any, t
     from jaxrl.config import make_env
     from jaxrl.curriculum import traced
 
+    if not sweep.keys:  # no sweep: nothing to build
+        return None, ()
     base = traced(base)
     params = [traced(make_env(member_config(cfg, sweep, m))[1], like=base) for m in range(sweep.size)]
     names = [f.name for f in dataclasses.fields(base)]
