@@ -133,8 +133,10 @@ def run(ctx: Context) -> dict[str, Any]:
         ctx.say(f"grid 8 agents view 3, {label}: greedy {row['greedy_world_return']:.1f} in {row['wall_s']:.0f} s")
     cnn_wall = grid[0]["wall_s"]
     grid[1]["world_return_at_cnn_wall"] = last_logged(grid[1]["rows"], cnn_wall)
-    # The CNN again, for as many steps as fit in the GRU run's wall-clock (scaled by the two runs' times).
-    longer = int(total * grid[1]["wall_s"] / cnn_wall)
+    # The CNN again, for as many steps as fit in the GRU run's wall-clock (scaled by the two runs' times),
+    # and never fewer than the first run's: in a tiny smoke run the GRU can finish first, and fewer steps
+    # could fall below one update.
+    longer = max(int(total), int(total * grid[1]["wall_s"] / cnn_wall))
     grid.append(grid_row("cnn, the GRU's wall-clock", world, episodes, longer, {}))
     ctx.say(
         f"grid 8 agents view 3, cnn for {longer:,} steps: greedy {grid[2]['greedy_world_return']:.1f} in {grid[2]['wall_s']:.0f} s"
