@@ -1,5 +1,6 @@
 """`python -m bench` end to end on its tiny (smoke) budget: every part's JSON, the plots and
-report.md are written and parse; figures are not timed here. Plus its edges: a bad --only, an
+report.md are written and parse; figures are not timed here. The smoke run takes about six minutes,
+so the tests that read it are slow tests (`-m slow`). Plus its edges: a bad --only, an
 --out that is a file, earlier results kept, and the README block generator."""
 
 import json
@@ -27,6 +28,7 @@ def smoke_run(tmp_path_factory) -> tuple[Path, subprocess.CompletedProcess]:
     return out, bench("--quick", "--smoke", "--out", str(out))
 
 
+@pytest.mark.slow
 def test_every_part_writes_its_json_plot_and_report(smoke_run):
     out, proc = smoke_run
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
@@ -46,6 +48,7 @@ def test_every_part_writes_its_json_plot_and_report(smoke_run):
     assert "| num_envs |" in report and "x |" in report  # tables carry ratios
 
 
+@pytest.mark.slow
 def test_figures_are_the_ones_measured(smoke_run):
     out, _ = smoke_run
     env = json.loads((out / "env.json").read_text())["result"]
@@ -87,6 +90,7 @@ def test_figures_are_the_ones_measured(smoke_run):
     assert "Greedy evaluation of each seed's final checkpoint" in (out / "report.md").read_text()
 
 
+@pytest.mark.slow
 def test_a_second_run_keeps_the_first_runs_files(smoke_run):
     out, _ = smoke_run
     before = (out / "report.md").read_text()
@@ -109,6 +113,7 @@ def test_bad_arguments_are_one_line(tmp_path):
     assert afile.read_text() == "keep me"
 
 
+@pytest.mark.slow
 def test_the_readme_block_is_generated_from_the_latest_report(smoke_run, tmp_path):
     out, _ = smoke_run
     results = tmp_path / "results"

@@ -261,7 +261,7 @@ RESUMED_ENVS = {
         pytest.param("grid-dqn", marks=pytest.mark.slow),
         pytest.param("grid-4-agents-ppo", marks=pytest.mark.slow),
         "snake-gru-ppo",
-        "snake-pqn",
+        pytest.param("snake-pqn", marks=pytest.mark.slow),  # test_pqn resumes PQN in the default suite
         pytest.param("grid-4-agents-lstm-ppo", marks=pytest.mark.slow),
     ],
 )

@@ -2,7 +2,8 @@
 (tests/colab_pins.txt), then runs the fast tests and every notebook there, and the CLI both from the
 repository root (where ./jaxrl shadows the install) and from another folder.
 
-It installs from the package index (a few minutes): JAXRL_SKIP_COLAB_STACK=1 skips it.
+It installs from the package index and runs for about ten minutes, so it is a slow test (`-m slow`);
+JAXRL_SKIP_COLAB_STACK=1 skips it.
 """
 
 import os
@@ -22,7 +23,10 @@ FAST_TESTS = [
     "tests/test_notebooks.py",
 ]
 
-pytestmark = pytest.mark.skipif(os.environ.get("JAXRL_SKIP_COLAB_STACK") == "1", reason="JAXRL_SKIP_COLAB_STACK=1")
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(os.environ.get("JAXRL_SKIP_COLAB_STACK") == "1", reason="JAXRL_SKIP_COLAB_STACK=1"),
+]
 
 
 def run(args, cwd, **env):

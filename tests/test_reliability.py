@@ -327,7 +327,9 @@ def learning_columns(run_dir: Path) -> list[dict[str, str]]:
         return [{k: v for k, v in row.items() if k not in ("sps", "wall_s")} for row in csv.DictReader(f)]
 
 
-@pytest.mark.parametrize("settings", [CARTPOLE, [*DQN, "progress=false"]], ids=["ppo", "dqn"])
+@pytest.mark.parametrize(
+    "settings", [CARTPOLE, pytest.param([*DQN, "progress=false"], marks=pytest.mark.slow)], ids=["ppo", "dqn"]
+)
 def test_the_same_config_and_seed_give_the_same_bits_in_two_processes(settings, tmp_path):
     runs = [tmp_path / "a", tmp_path / "b"]
     for run_dir in runs:
@@ -424,7 +426,7 @@ print("no key reused")
 
 
 @pytest.mark.parametrize("algo", ["ppo", "dqn"])
-@pytest.mark.parametrize("env", ["snake", "grid"])
+@pytest.mark.parametrize("env", ["snake", pytest.param("grid", marks=pytest.mark.slow)])
 def test_training_passes_the_key_reuse_checker(algo, env, tmp_path):
     proc = python("-c", KEY_REUSE, algo, env, str(tmp_path / "run"))
     assert proc.returncode == 0 and "no key reused" in proc.stdout, proc.stderr[-3000:]
