@@ -117,7 +117,9 @@ def summarize(runs: dict[str, list[dict[str, float]]]) -> dict[str, Any]:
 
 def print_vs(results: dict[str, Any]) -> None:
     print("\nPPO with PureJaxRL's CartPole settings, one process, interleaved (best of rounds; median in brackets)")
-    print(f"{'env':18s} {'jaxrl steps/s':>22s} {'PureJaxRL steps/s':>22s} {'ratio':>12s} {'compile jaxrl / ref':>22s} {'return':>14s}")
+    print(
+        f"{'env':18s} {'jaxrl steps/s':>22s} {'PureJaxRL steps/s':>22s} {'ratio':>12s} {'compile jaxrl / ref':>22s} {'return':>14s}"
+    )
     for env, t in results.items():
         o, r = t["jaxrl"], t["purejaxrl"]
         print(
@@ -169,8 +171,12 @@ def chunk_throughput(args: argparse.Namespace) -> dict[str, Any]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--algo", default="ppo", choices=["ppo", "dqn"])
-    parser.add_argument("--env", nargs="+", default=None, help="env id(s); default snake (with --vs: CartPole-v1 Breakout-MinAtar)")
-    parser.add_argument("--updates", type=int, default=None, help="updates timed after compile (default: ~300k env steps)")
+    parser.add_argument(
+        "--env", nargs="+", default=None, help="env id(s); default snake (with --vs: CartPole-v1 Breakout-MinAtar)"
+    )
+    parser.add_argument(
+        "--updates", type=int, default=None, help="updates timed after compile (default: ~300k env steps)"
+    )
     parser.add_argument("--vs", choices=["purejaxrl"], default=None, help="train beside PureJaxRL's PPO in one process")
     parser.add_argument("--rounds", type=int, default=3, help="--vs: interleaved rounds per env")
     parser.add_argument("--seed", type=int, default=30, help="--vs: seed of the first round (one more per round)")

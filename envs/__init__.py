@@ -21,6 +21,7 @@ def to_gymnasium_vector(name: str, num_envs: int, render_mode: str | None = None
 
     return to_gymnasium_vector(name, num_envs, render_mode=render_mode, **settings)
 
+
 __all__ = [
     "EnvSettingError",
     "EnvSpec",

@@ -210,6 +210,8 @@ def to_gymnasium(name: str, render_mode: str | None = None, **settings: Any) -> 
     return GymnasiumEnv(name, render_mode=render_mode, **settings)
 
 
-def to_gymnasium_vector(name: str, num_envs: int, render_mode: str | None = None, **settings: Any) -> GymnasiumVectorEnv:
+def to_gymnasium_vector(
+    name: str, num_envs: int, render_mode: str | None = None, **settings: Any
+) -> GymnasiumVectorEnv:
     """`num_envs` copies of `name` as a `gymnasium.vector.VectorEnv`, all stepped in one jitted call."""
     return GymnasiumVectorEnv(name, num_envs, render_mode=render_mode, **settings)

@@ -1,9 +1,9 @@
 """jaxrl: reinforcement learning fused with pure-JAX environments into one compiled loop.
 
-    import jaxrl
-    run = jaxrl.train(env="snake", total_timesteps=2e6)   # or algo="dqn", **{"algo.lr": 3e-4}
-    run.summary, run.metrics, run.evaluate(), run.replay(), run.policy
-    run = jaxrl.load("runs/...")                          # reopen a run
+import jaxrl
+run = jaxrl.train(env="snake", total_timesteps=2e6)   # or algo="dqn", **{"algo.lr": 3e-4}
+run.summary, run.metrics, run.evaluate(), run.replay(), run.policy
+run = jaxrl.load("runs/...")                          # reopen a run
 """
 
 __version__ = "0.1.0"

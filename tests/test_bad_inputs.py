@@ -73,7 +73,10 @@ TRAIN = [
     (["devices=4096"], "devices=4096 is more than the"),
     (["seed_devices=2"], "seed_devices=2 must divide num_seeds=1"),
     (["env_groups=3"], "env_groups=3 must divide num_envs=4"),
-    (["algo=dqn", "algo.learning_starts=100", "algo.train_freq=4", "env_groups=4", "algo.batch_size=66"], "algo.batch_size=66 must divide by env_groups=4"),
+    (
+        ["algo=dqn", "algo.learning_starts=100", "algo.train_freq=4", "env_groups=4", "algo.batch_size=66"],
+        "algo.batch_size=66 must divide by env_groups=4",
+    ),
     (["env_groups=4", "algo.num_steps=6"], "env_groups=4 gives each group 6 transitions, which must split into 4"),
     (["algo=pqn", "algo.num_minibatches=3"], "algo.num_minibatches=3 must divide num_envs * algo.num_steps"),
     (

@@ -58,7 +58,13 @@ def test_a_second_start_loads_its_programs_from_compile_cache(tmp_path, restore_
     import jaxrl
 
     cache = tmp_path / "cache"
-    settings = {"env": "CartPole-v1", "total_timesteps": 2048, "num_chunks": 2, "progress": False, "compile_cache": str(cache)}
+    settings = {
+        "env": "CartPole-v1",
+        "total_timesteps": 2048,
+        "num_chunks": 2,
+        "progress": False,
+        "compile_cache": str(cache),
+    }
     first = jaxrl.train(run_dir=tmp_path / "a", **settings)
     entries = sorted(p.name for p in cache.iterdir())
     assert any(name.startswith("jit_") for name in entries), entries  # the chunk and init programs went in
@@ -73,5 +79,7 @@ def test_an_unusable_compile_cache_is_one_clear_error(tmp_path, restore_cache_se
     blocker = tmp_path / "file"
     blocker.write_text("not a directory")
     with pytest.raises(jaxrl.ConfigError, match=r"^compile_cache=.*/file/cache is not a usable directory"):
-        jaxrl.train(env="CartPole-v1", total_timesteps=2048, run_dir=tmp_path / "run", compile_cache=str(blocker / "cache"))
+        jaxrl.train(
+            env="CartPole-v1", total_timesteps=2048, run_dir=tmp_path / "run", compile_cache=str(blocker / "cache")
+        )
     assert not (tmp_path / "run").exists()

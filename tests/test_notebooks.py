@@ -23,7 +23,10 @@ def test_notebook_is_stored_clean_with_badge_and_install_cell(path):
         if cell.cell_type == "code":
             assert cell.outputs == [] and cell.execution_count is None, "outputs must be stripped"
     first = nb.cells[0].source
-    assert f"https://colab.research.google.com/github/{REPO[len('github.com/'):]}/blob/main/notebooks/{path.name}" in first
+    assert (
+        f"https://colab.research.google.com/github/{REPO[len('github.com/') :]}/blob/main/notebooks/{path.name}"
+        in first
+    )
     install = nb.cells[1].source
     assert f'"jaxrl @ git+https://{REPO}@main"' in install and '"google.colab" in sys.modules' in install
     pip_lines = [line for line in install.splitlines() if "pip install" in line]

@@ -76,7 +76,12 @@ def test_bptt_minibatches_are_whole_sequences_in_time_order():
     seq = ppo.sequences(label)
     assert seq.shape == (4, 6) and ppo.num_sequences == 6 and ppo.num_minibatches == 3
     perm = jnp.array([4, 0, 5, 2, 1, 3])
-    data = (label, label + 1, label + 2, (starts, label + 3))  # as collected: (steps, streams), starts (pieces, streams)
+    data = (
+        label,
+        label + 1,
+        label + 2,
+        (starts, label + 3),
+    )  # as collected: (steps, streams), starts (pieces, streams)
     traj, adv, targets, (start, resets) = ppo.minibatches(data, perm[None])  # one env group
     assert traj.shape == (3, 4, 2) and start.shape == (3, 2)  # (minibatch, time, sequence)
     for m in range(3):

@@ -39,7 +39,14 @@ RUNS = {
         },
     ),
     "snake_dqn": (
-        {"env": "snake", "algo": "dqn", "total_timesteps": 6e4, "seed": 3, "num_chunks": 3, "algo.learning_starts": 20000},
+        {
+            "env": "snake",
+            "algo": "dqn",
+            "total_timesteps": 6e4,
+            "seed": 3,
+            "num_chunks": 3,
+            "algo.learning_starts": 20000,
+        },
         {
             "episodes": [2131, 1296, 298],
             "episode_return": [-0.914125, -0.905864, -0.489933],

@@ -16,7 +16,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 # A user's env: walk right along a corridor of `length` cells to earn `reward`; no package of ours needed.
 CORRIDOR = textwrap.dedent(
-    '''
+    """
     import jax
     import jax.numpy as jnp
     from flax import struct
@@ -76,7 +76,7 @@ CORRIDOR = textwrap.dedent(
 
         def observation_space(self, params):
             return spaces.Box(0.0, 1.0, (self.length,), jnp.float32)
-    '''
+    """
 )
 
 
@@ -96,7 +96,10 @@ def corridor(tmp_path_factory):
 
 def test_registered_env_trains_from_the_api_with_its_settings_and_tuned_defaults(corridor, tmp_path):
     run = jaxrl.train(
-        env={"name": "corridor", "length": 4, "reward": 2.0}, total_timesteps=4096, run_dir=tmp_path / "r", progress=False
+        env={"name": "corridor", "length": 4, "reward": 2.0},
+        total_timesteps=4096,
+        run_dir=tmp_path / "r",
+        progress=False,
     )
     assert run.config.num_envs == 8 and run.config.algo.num_steps == 16  # the registration's tuned defaults
     assert run.config.env.length == 4 and run.config.env.reward == 2.0
@@ -134,8 +137,16 @@ def test_a_script_that_registers_its_env_trains_it_from_the_command_line(corrido
     )
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(corridor), str(ROOT)]))
     args = ["env=corridor", "env.length=5", "num_envs=4", "total_timesteps=2048", f"run_dir={tmp_path / 'run'}"]
-    proc = subprocess.run([sys.executable, str(script), *args], capture_output=True, text=True, env=env, timeout=300, check=False)
+    proc = subprocess.run(
+        [sys.executable, str(script), *args], capture_output=True, text=True, env=env, timeout=300, check=False
+    )
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert (tmp_path / "run" / "summary.json").is_file()
-    bad = subprocess.run([sys.executable, str(script), "env=corridor", "env.length=x"], capture_output=True, text=True, env=env, check=False)
+    bad = subprocess.run(
+        [sys.executable, str(script), "env=corridor", "env.length=x"],
+        capture_output=True,
+        text=True,
+        env=env,
+        check=False,
+    )
     assert bad.returncode == 2 and bad.stderr.count("\n") == 1 and "Traceback" not in bad.stderr
