@@ -77,7 +77,7 @@ def assert_same_state(a: Path, b: Path) -> None:
         np.testing.assert_array_equal(x, y)
 
 
-@pytest.fixture(scope="module", params=["ppo", "dqn"])
+@pytest.fixture(scope="module", params=["ppo", pytest.param("dqn", marks=pytest.mark.slow)])
 def reference(request, tmp_path_factory):
     """An uninterrupted run checkpointed every chunk: (algo, its settings, run dir)."""
     run_dir = tmp_path_factory.mktemp(request.param) / "reference"

@@ -72,6 +72,7 @@ def test_a_buffer_too_small_for_the_env_count_is_one_line():
         run_reference("CartPole-v1", 0, NUM_ENV=8)
 
 
+@pytest.mark.slow
 def test_purejaxrls_cartpole_settings_balance_the_pole():
     # Measured 2026-11 on the 2-core CPU: final return 500.0 (seed 0), ~8 s run + 2 s compile.
     r = run_reference("CartPole-v1", 0)

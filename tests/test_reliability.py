@@ -378,7 +378,7 @@ def test_vmap_over_envs_equals_separate_single_env_runs(name, settings):
     assert np.asarray(batched[2]).any() or np.asarray(batched[3]).any()  # episodes ended and reset inside
 
 
-@pytest.mark.parametrize("algo", ["ppo", "dqn"])
+@pytest.mark.parametrize("algo", ["ppo", pytest.param("dqn", marks=pytest.mark.slow)])
 def test_vmap_over_seeds_equals_separate_runs(algo):
     from conftest import env_config
 
