@@ -55,6 +55,7 @@ from jaxrl.checkpoint import CheckpointError
 from jaxrl.cli_config import UsageError
 from jaxrl.config import ConfigError
 from jaxrl.runlog import write_json
+from jaxrl.sweep import settings_label
 
 USAGE = """usage: python -m jaxrl.eval run_dir=DIR [key=value ...]
 
@@ -495,8 +496,6 @@ def report(result: dict[str, Any]) -> None:
         f"in {result['seconds']:.1f}s"
     )
     if "member" in result:
-        from jaxrl.sweep import settings_label
-
         print(f"sweep member {result['member']}: {settings_label(result['settings'])}")
     print(line)
     if "score" in result:

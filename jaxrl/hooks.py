@@ -18,6 +18,7 @@ import numpy as np
 
 from jaxrl import stats as episode
 from jaxrl.driver import Chunk, Hook, Plan, RunContext
+from jaxrl.sweep import settings_label
 
 
 def nanmean(values: np.ndarray) -> float:
@@ -371,8 +372,6 @@ class SummaryHook(Hook):
 
 def ranking_lines(summary: dict[str, Any]) -> list[str]:
     """A sweep's ranking, one line per member, and last the line naming the best member and its settings."""
-    from jaxrl.sweep import settings_label
-
     lines = ["sweep ranking (final return over each member's seeds):"]
     for place, r in enumerate(summary["members"], 1):
         lines.append(f"  {place}. member {r['member']}: {settings_label(r['settings'])}: {figure_text(r)}")
