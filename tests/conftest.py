@@ -100,7 +100,19 @@ SLOW_TIER = {
     "tests/test_api.py::test_replay_writes_the_best_episode_gif",
     "tests/test_pqn.py::test_pqn_on_several_agents_trains_evaluates_and_resumes",
     "tests/test_registry.py::test_a_script_that_registers_its_env_trains_it_from_the_command_line",
+    # second variants of a mechanism whose first variant stays in the default tier
+    "tests/test_reliability.py::test_training_passes_the_key_reuse_checker[snake-dqn]",
+    "tests/test_grid.py::test_several_agents_per_world_train_one_shared_network_and_evaluate[dqn]",
+    "tests/test_recurrent.py::test_several_agents_per_world_keep_one_carry_each",
+    "tests/test_recurrent.py::test_one_trace_serves_every_recurrent_chunk",
+    "tests/test_sweep.py::test_sweep_outputs_name_every_member",
+    "tests/test_precision.py::test_precision_is_written_to_config_yaml_and_a_resumed_run_keeps_it",
+    "tests/test_reliability.py::test_an_apple_reward_that_overflows_the_return_reaches_the_guard",
+    # the SB3 peer's process hygiene (the bench's peer, not the library)
+    "tests/test_sb3_peer.py::test_subproc_workers_are_gone_after_a_run",
     # learning checks
+    "tests/test_gymnasium.py::test_sb3_ppo_learns_on_the_adapter",
+    "tests/test_purejaxrl_dqn_ref.py::test_an_odd_env_count_learns_on_purejaxrls_modulo_schedule",
     "tests/test_ppo.py::test_cartpole_learns_within_5e5_steps",
     "tests/test_ppo.py::test_snake_beats_random_and_seeds_are_independent",
     "tests/test_dqn.py::test_dqn_on_snake_beats_random",

@@ -48,9 +48,17 @@ def assert_same(a: list[np.ndarray], b: list[np.ndarray]) -> None:
         np.testing.assert_array_equal(x, y)
 
 
-def python(*args: str) -> subprocess.CompletedProcess:
+def python(*args: str, **env: str) -> subprocess.CompletedProcess:
     """`python ARGS` in a fresh process from the repository root (exit code and output captured)."""
-    return subprocess.run([sys.executable, *args], capture_output=True, text=True, cwd=ROOT, check=False, timeout=600)
+    return subprocess.run(
+        [sys.executable, *args],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        check=False,
+        timeout=600,
+        env={**os.environ, **env},
+    )
 
 
 def steps(run_dir: Path) -> list[int]:
@@ -332,8 +340,10 @@ def learning_columns(run_dir: Path) -> list[dict[str, str]]:
 )
 def test_the_same_config_and_seed_give_the_same_bits_in_two_processes(settings, tmp_path):
     runs = [tmp_path / "a", tmp_path / "b"]
-    for run_dir in runs:
-        proc = python("-m", "jaxrl.train", *settings, "num_chunks=4", f"run_dir={run_dir}")
+    for run_dir in runs:  # each process compiles its own programs: not the test run's shared compilation cache
+        proc = python(
+            "-m", "jaxrl.train", *settings, "num_chunks=4", f"run_dir={run_dir}", JAX_ENABLE_COMPILATION_CACHE="false"
+        )
         assert proc.returncode == 0, proc.stderr[-2000:]
     assert_same(leaves(runs[0]), leaves(runs[1]))
     assert learning_columns(runs[0]) == learning_columns(runs[1])
