@@ -5,13 +5,15 @@ import tempfile
 os.environ.setdefault("JAX_PLATFORMS", "cpu")
 
 # One persistent compilation cache for the whole test run: every test process (xdist workers and the
-# subprocesses tests start inherit the environment) loads what another already compiled.
+# subprocesses tests start inherit the environment) loads what another already compiled. A cache folder
+# set from outside is used and kept (.ci/run shares one between its two tiers); otherwise a temporary
+# one is made and removed at the end. Every program is cached, however quick its compile.
 _OWN_CACHE = None
 if "JAX_COMPILATION_CACHE_DIR" not in os.environ:
     _OWN_CACHE = tempfile.mkdtemp(prefix="jaxrl-test-cache-")
     os.environ["JAX_COMPILATION_CACHE_DIR"] = _OWN_CACHE
-    os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", "0")
-    os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES", "0")
+os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", "0")
+os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES", "0")
 
 
 def pytest_unconfigure(config):

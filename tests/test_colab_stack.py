@@ -1,9 +1,10 @@
-"""jaxrl on Colab's stack: a fresh venv gets a plain (non-editable) `pip install .[test]` under Colab's pins
-(tests/colab_pins.txt), then runs the fast tests and every notebook there, and the CLI both from the
-repository root (where ./jaxrl shadows the install) and from another folder.
+"""jaxrl on Colab's stack: a fresh venv gets a plain (non-editable) `pip install .[notebooks,gymnasium]`
+under Colab's pins (tests/colab_pins.txt), then runs the default tier of the fast test files and every
+notebook top to bottom there (the only place CI runs the notebooks: they are meant for Colab), and the
+CLI both from the repository root (where ./jaxrl shadows the install) and from another folder.
 
-It installs from the package index and runs for about ten minutes, so it is a slow test (`-m slow`);
-JAXRL_SKIP_COLAB_STACK=1 skips it.
+It installs from the package index and runs for about six minutes on the 2-core CPU, so it is a slow
+test (`-m slow`); JAXRL_SKIP_COLAB_STACK=1 skips it.
 """
 
 import os

@@ -35,8 +35,9 @@ def test_notebook_is_stored_clean_with_badge_and_install_cell(path):
     assert "jax" not in pip_lines[0].replace("jaxrl", "") and "-U" not in pip_lines[0] and "upgrade" not in pip_lines[0]
 
 
-# About 100 s for the three on the 2-core CPU: a slow test; the Colab-stack venv selects them with `-m notebook`.
-@pytest.mark.slow
+# About 125-165 s for the three on the 2-core CPU. Their own tier (`-m notebook`): the slow test
+# tests/test_colab_stack.py runs them top to bottom on Colab's pinned stack, where they are meant to run;
+# `python -m pytest -m notebook` runs them on this one.
 @pytest.mark.notebook
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
 def test_notebook_runs_top_to_bottom_quick(path, tmp_path, monkeypatch):

