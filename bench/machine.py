@@ -20,6 +20,25 @@ def cpu_model() -> str:
     return platform.processor() or platform.machine()
 
 
+def cpu_signature() -> str:
+    """The CPU's model name with its family and model numbers (/proc/cpuinfo), e.g. "AMD EPYC (family 25,
+    model 17)": the name alone can cover several generations with other vector units, and XLA's CPU code,
+    hence its float rounding, follows the vector units. Elsewhere the model name alone."""
+    fields: dict[str, str] = {}
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if not line.strip():
+                    break  # the first processor's block is enough
+                key, _, value = line.partition(":")
+                fields.setdefault(key.strip(), value.strip())
+    except OSError:
+        return cpu_model()
+    if "cpu family" in fields and "model" in fields:
+        return f"{cpu_model()} (family {fields['cpu family']}, model {fields['model']})"
+    return cpu_model()
+
+
 def _host_memory() -> int | None:
     """Total host memory in bytes (Linux /proc/meminfo, else sysconf), None when unknown."""
     try:

@@ -143,9 +143,9 @@ def main(argv: list[str] | None = None) -> int:
     except ValueError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
-    from bench.machine import cpu_model
+    from bench.machine import cpu_signature
 
-    result["cpu"] = cpu_model()
+    result["cpu"] = cpu_signature()
     print(f"this checkout against {result['against'][:10]} on {result['cpu']}:")
     for name, r in result["runs"].items():
         print(f"  {name:14s} {'same rows' if r['difference'] is None else 'DIFFERS at ' + r['difference']}")

@@ -29,12 +29,12 @@ import jax
 import pytest
 
 import jaxrl
-from bench.machine import cpu_model
+from bench.machine import cpu_signature
 from bench.reference import RUNS as REFERENCE  # the settings: one home for the test and the command
 
 ROOT = Path(__file__).resolve().parents[1]
 PINNED_ON = "0.10."
-PINNED_CPU = "AMD EPYC"  # /proc/cpuinfo's model name on the machine that took them
+PINNED_CPU = "AMD EPYC (family 25, model 17)"  # /proc/cpuinfo on the machine that took them
 RUNS = {
     "snake_ppo": (
         REFERENCE["snake_ppo"],
@@ -66,7 +66,7 @@ RUNS = {
 }
 
 
-CPU = cpu_model()
+CPU = cpu_signature()
 
 
 @pytest.mark.slow
