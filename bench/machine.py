@@ -8,34 +8,33 @@ import re
 from importlib import metadata
 
 
-def cpu_model() -> str:
-    """The CPU's model name (/proc/cpuinfo), else what platform knows."""
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
-
-
-def cpu_signature() -> str:
-    """The CPU's model name with its family and model numbers (/proc/cpuinfo), e.g. "AMD EPYC (family 25,
-    model 17)": the name alone can cover several generations with other vector units, and XLA's CPU code,
-    hence its float rounding, follows the vector units. Elsewhere the model name alone."""
+def _cpuinfo() -> dict[str, str]:
+    """The first processor's block of /proc/cpuinfo ({} where there is none)."""
     fields: dict[str, str] = {}
     try:
         with open("/proc/cpuinfo") as f:
             for line in f:
                 if not line.strip():
-                    break  # the first processor's block is enough
+                    break
                 key, _, value = line.partition(":")
                 fields.setdefault(key.strip(), value.strip())
     except OSError:
-        return cpu_model()
-    if "cpu family" in fields and "model" in fields:
-        return f"{cpu_model()} (family {fields['cpu family']}, model {fields['model']})"
+        pass
+    return fields
+
+
+def cpu_model() -> str:
+    """The CPU's model name (/proc/cpuinfo), else what platform knows."""
+    return _cpuinfo().get("model name") or platform.processor() or platform.machine()
+
+
+def cpu_signature() -> str:
+    """The CPU's model name with its family and model numbers, e.g. "AMD EPYC (family 25, model 17)": the
+    name alone can cover several generations with other vector units, and XLA's CPU code, hence its float
+    rounding, follows the vector units. Without /proc/cpuinfo, the model name alone."""
+    info = _cpuinfo()
+    if "cpu family" in info and "model" in info:
+        return f"{cpu_model()} (family {info['cpu family']}, model {info['model']})"
     return cpu_model()
 
 

@@ -122,34 +122,6 @@ SLOW_TIER = {
 }
 
 
-# Seconds each file's tests took in the slow tier of a clean-clone .ci/run (2-core AMD EPYC, 2026-11-26,
-# before the merges noted in the README's "Tests"). With `--dist loadfile`, xdist hands whole files to
-# whichever worker is free, in collection order: the longest files go first so that neither worker is left
-# idle at the end behind one long file (xdist's own reordering, by number of tests, is switched off below).
-# Unlisted files follow, most tests first. Only the order depends on these figures, never a result.
-FILE_SECONDS = {
-    "tests/test_bench_suite.py": 500,
-    "tests/test_colab_stack.py": 430,
-    "tests/test_checkpoint.py": 350,
-    "tests/test_parity.py": 260,
-    "tests/test_distributed.py": 180,
-    "tests/test_properties.py": 160,
-    "tests/test_mesh.py": 130,
-    "tests/test_reliability.py": 120,
-    "tests/test_recurrent.py": 90,
-    "tests/test_grid.py": 80,
-    "tests/test_sweep.py": 75,
-    "tests/test_pqn.py": 50,
-    "tests/test_reference_runs.py": 45,
-    "tests/test_ppo.py": 35,
-}
-
-
-def pytest_configure(config):
-    if hasattr(config.option, "loadscopereorder"):  # pytest-xdist: keep the collection order set below
-        config.option.loadscopereorder = False
-
-
 def _tryfirst(hook):
     import pytest
 
@@ -166,15 +138,6 @@ def pytest_collection_modifyitems(config, items):
             if name in SLOW_TIER:
                 item.add_marker(pytest.mark.slow)
                 found.add(name)
-    counts: dict[str, int] = {}
-    for item in items:
-        counts[item.nodeid.split("::")[0]] = counts.get(item.nodeid.split("::")[0], 0) + 1
-
-    def weight(item) -> tuple[int, int]:
-        path = item.nodeid.split("::")[0]
-        return (-FILE_SECONDS.get(path, 0), -counts[path])
-
-    items.sort(key=weight)  # stable: a file's tests keep their order, and files stay whole
     whole_run = not config.args or all(a.rstrip("/") == "tests" for a in config.args)
     missing = SLOW_TIER - found
     if whole_run and missing:

@@ -153,8 +153,8 @@ def run(ctx: Context) -> dict[str, Any]:
         ctx.skip(f"Stable-Baselines3: {missing}")
     else:
         # the smoke run only checks that SB3's curve is taken and written: a few rollouts, not the 60 s cap
-        n_envs = ctx.pick(2, 16, 16)
-        cap = ctx.pick(15.0, out["curves"]["jaxrl default"]["cap_s"], out["curves"]["jaxrl default"]["cap_s"])
+        n_envs, jaxrl_cap = ctx.pick(2, 16, 16), out["curves"]["jaxrl default"]["cap_s"]
+        cap = ctx.pick(15.0, jaxrl_cap, jaxrl_cap)
         sb3 = sb3_peer.score_curve(cap, seed=0, n_envs=n_envs, vec="subproc")
         times = [p[0] for p in sb3["points"]]
         sb3.update(cap_s=cap, seeds=1, command=f"SB3 PPO, seed guides' fast, {n_envs} SubprocVecEnv")
