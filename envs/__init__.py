@@ -1,6 +1,43 @@
 """Pure-JAX environments in the gymnax 1.0 API; `make`, `register` and `spec` for them and every gymnax id."""
 
-from envs.grid import GridWorld
+import importlib
+import sys
+import types
+
+
+class _ImportedOnFirstUse(types.ModuleType):
+    """Stands in for a module in gymnax's env files; the first attribute read imports the real one."""
+
+    def __getattr__(self, attr: str):
+        if sys.modules.get(self.__name__) is self:
+            del sys.modules[self.__name__]
+        return getattr(importlib.import_module(self.__name__), attr)
+
+
+def _import_gymnax() -> None:
+    """Import gymnax with seaborn and matplotlib.pyplot (if not imported yet) deferred in its env files.
+
+    Importing any gymnax env imports every gymnax env, and their render functions import seaborn
+    (which imports scipy.stats and IPython) and pyplot at the top: 1.6 s of the 2.3 s a
+    `python -m jaxrl.train` spent importing (2-core AMD EPYC, 2026-11-26), paid by every run and by
+    every subprocess a test starts. No step or reset uses them. Only gymnax's own module globals
+    hold the stand-ins; once gymnax is imported, `import seaborn` anywhere gets the real module."""
+    stand_ins = {
+        name: _ImportedOnFirstUse(name) for name in ("seaborn", "matplotlib.pyplot") if name not in sys.modules
+    }
+    sys.modules.update(stand_ins)
+    try:
+        import gymnax  # noqa: F401
+    finally:
+        for name, module in stand_ins.items():
+            if sys.modules.get(name) is module:
+                del sys.modules[name]
+
+
+if "gymnax" not in sys.modules:
+    _import_gymnax()
+
+from envs.grid import GridWorld  # after gymnax: envs.grid imports it
 from envs.registry import EnvSettingError, EnvSpec, UnknownEnvError, make, register, registered_names, spec
 from envs.snake import Snake
 

@@ -150,3 +150,28 @@ def test_a_script_that_registers_its_env_trains_it_from_the_command_line(corrido
         check=False,
     )
     assert bad.returncode == 2 and bad.stderr.count("\n") == 1 and "Traceback" not in bad.stderr
+
+
+def test_importing_envs_defers_gymnaxs_plotting_imports_until_they_are_used():
+    """gymnax's env files import seaborn and pyplot for rendering (1.6 s); `import envs` leaves them unloaded,
+    a later `import seaborn` is the real module, and gymnax's own references load it on first use."""
+    script = textwrap.dedent(
+        """
+        import sys
+        import envs
+        import gymnax.environments.misc.pong as pong
+        loaded = {"seaborn", "matplotlib.pyplot", "scipy.stats", "IPython"} & set(sys.modules)
+        assert not loaded, loaded
+        import seaborn
+        assert type(seaborn).__name__ == "module" and pong.sns.color_palette is seaborn.color_palette
+        import matplotlib
+        matplotlib.use("Agg")
+        fig, _ = pong.plt.subplots()
+        assert type(sys.modules["matplotlib.pyplot"]).__name__ == "module" and fig is not None
+        print("ok")
+        """
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, check=False, cwd=Path(__file__).parent
+    )
+    assert proc.returncode == 0 and proc.stdout.strip() == "ok", proc.stderr[-2000:]
