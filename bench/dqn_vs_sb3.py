@@ -40,9 +40,9 @@ def sb3_dqn_sps(steps: int) -> float:
 def jaxrl_dqn_sps(updates: int) -> tuple[float, float]:
     import jax
 
-    from jaxrl.cli_config import compose_config
-    from jaxrl.config import make_env
-    from jaxrl.driver import Program
+    from jaxrl.config.compose import compose_config
+    from jaxrl.config.schema import make_env
+    from jaxrl.run.driver import Program
 
     cfg, _ = compose_config(["env=snake", "algo=dqn", f"algo.learning_starts={0}"])  # time learning updates only
     env, params = make_env(cfg)

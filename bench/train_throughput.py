@@ -29,9 +29,9 @@ from typing import Any
 import jax
 
 from bench.machine import describe
-from jaxrl.cli_config import compose_config
-from jaxrl.config import make_env
-from jaxrl.driver import Program
+from jaxrl.config.compose import compose_config
+from jaxrl.config.schema import make_env
+from jaxrl.run.driver import Program
 
 VS_ENVS = ("CartPole-v1", "Breakout-MinAtar")
 

@@ -23,7 +23,7 @@ def materialize(x: jax.Array) -> jax.Array:
     An identity, but XLA's CPU fusion counts an integer remainder as expensive and so does not
     fuse it into consumers that read an element more than once: they read the buffer instead of
     recomputing x for every element they write. It works per env under vmap, where
-    `jaxrl.replay.materialize` (a one-trip while loop that stops all fusion) would become a
+    `jaxrl.core.replay.materialize` (a one-trip while loop that stops all fusion) would become a
     batched loop; it does not stop fusion into consumers that read each element once.
     """
     return jax.lax.rem(x, jnp.asarray(2**31 - 1, x.dtype))

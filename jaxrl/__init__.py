@@ -44,7 +44,7 @@ __all__ = ["ConfigError", "NonFiniteError", "Policy", "Run", "SaveError", "load"
 
 def __getattr__(name: str):
     """`jaxrl.train`, `jaxrl.load`, `Run` and `Policy`, imported on first use: importing jaxrl alone starts
-    nothing of jax (a distributed run must join its processes first, `jaxrl.distributed`)."""
+    nothing of jax (a distributed run must join its processes first, `jaxrl.scale.distributed`)."""
     if name in ("Policy", "Run", "load", "train"):
         from jaxrl import api
 

@@ -21,7 +21,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from jaxrl.config import ConfigError, TrainConfig
+from jaxrl.config.schema import ConfigError, TrainConfig
 
 GROUPS = ("env", "algo", "preset", "experiment")  # keys whose string value picks a config group
 
@@ -70,7 +70,7 @@ def to_overrides(settings: dict[str, Any]) -> list[str]:
 
 
 def default_run_dir(cfg: TrainConfig) -> Path:
-    from jaxrl.rundir import fresh_default
+    from jaxrl.run.rundir import fresh_default
 
     stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
     return fresh_default(Path("runs") / f"{cfg.env.name}-{cfg.algo.name}-{stamp}")
@@ -80,8 +80,8 @@ def check_same_state(saved: TrainConfig, cfg: TrainConfig, overrides: list[str])
     """ConfigError when resume overrides would change the shapes or dtypes of the saved training state."""
     import jax
 
-    from jaxrl.config import make_env
-    from jaxrl.driver import Program
+    from jaxrl.config.schema import make_env
+    from jaxrl.run.driver import Program
 
     shapes = lambda c: jax.tree.map(lambda a: (a.shape, str(a.dtype)), Program(c, *make_env(c)).abstract_runner())
     before, after = shapes(saved), shapes(cfg)
@@ -95,18 +95,18 @@ def check_same_state(saved: TrainConfig, cfg: TrainConfig, overrides: list[str])
 def _prepare(cfg: TrainConfig) -> tuple[Any, Any, Any]:
     """(devices, program, curriculum) for a config, every check done before anything is written."""
 
-    from jaxrl.compiling import use_persistent_cache
-    from jaxrl.config import logger_names, make_env
-    from jaxrl.curriculum import for_config
-    from jaxrl.devices import select_device
-    from jaxrl.driver import Program
-    from jaxrl.runlog import check_loggers
+    from jaxrl.config.curriculum import for_config
+    from jaxrl.config.schema import logger_names, make_env
+    from jaxrl.run.compiling import use_persistent_cache
+    from jaxrl.run.devices import select_device
+    from jaxrl.run.driver import Program
+    from jaxrl.run.loggers import check_loggers
 
     try:
         check_loggers(logger_names(cfg.logger))
     except ImportError as e:
         raise ConfigError(str(e)) from None
-    from jaxrl.mesh import layout
+    from jaxrl.scale.mesh import layout
 
     devices = select_device(cfg.device)
     lay = layout(cfg, devices)  # ConfigError when the device count does not fit the run
@@ -114,8 +114,8 @@ def _prepare(cfg: TrainConfig) -> tuple[Any, Any, Any]:
         use_persistent_cache(cfg.compile_cache)  # ConfigError when it is not a usable directory
     env, env_params = make_env(cfg)
     program = Program(cfg, env, env_params, layout=lay)
-    from jaxrl.devices import own
-    from jaxrl.distributed import agree_error
+    from jaxrl.run.devices import own
+    from jaxrl.scale.distributed import agree_error
 
     agree_error(lambda: program.check_memory(own(devices)))  # each host checks its own; all stop if one must
     curriculum = for_config(cfg, env, env_params, program.steps_per_update)
@@ -133,10 +133,10 @@ def _start(cfg: TrainConfig, resolved: Any, resume: Path | None) -> tuple[Any, A
     """(context, runner, checkpointer) of a fresh or resumed run, compiled and announced."""
     from omegaconf import OmegaConf
 
-    from jaxrl.checkpoint import Checkpointer
-    from jaxrl.distributed import agree_error, barrier, broadcast_text, is_primary
-    from jaxrl.driver import RunProgress
-    from jaxrl.rundir import check_writable, claim, move_aside, refuse_taken
+    from jaxrl.run.checkpoint import Checkpointer
+    from jaxrl.run.driver import RunProgress
+    from jaxrl.run.rundir import check_writable, claim, move_aside, refuse_taken
+    from jaxrl.scale.distributed import agree_error, barrier, broadcast_text, is_primary
 
     primary = is_primary()  # process 0 (always, on one host): the one that writes the run's files
     run_dir = resume or (Path(cfg.run_dir).expanduser() if cfg.run_dir else None)
@@ -149,7 +149,7 @@ def _start(cfg: TrainConfig, resolved: Any, resume: Path | None) -> tuple[Any, A
     device = devices[0]
     config_text = OmegaConf.to_yaml(portable(resolved), resolve=True)  # with any resume overrides
 
-    def take() -> None:  # process 0's job; its refusal is every process's (jaxrl.distributed.agree_error)
+    def take() -> None:  # process 0's job; its refusal is every process's (jaxrl.scale.distributed.agree_error)
         moved = move_aside(run_dir) if resume is None and cfg.overwrite else None
         if moved is not None:
             print(f"overwrite=true: the run that was in {run_dir} is now in {moved}", flush=True)
@@ -190,8 +190,8 @@ def portable(resolved: Any) -> Any:
 
 def _compile(cfg, resolved, program, run_dir, device, devices, checkpoints, progress, resume) -> tuple[Any, Any]:
     """(context, runner) of a fresh or resumed run: restored when resuming, compiled, announced."""
-    from jaxrl.distributed import is_primary
-    from jaxrl.driver import RunContext, RunProgress
+    from jaxrl.run.driver import RunContext, RunProgress
+    from jaxrl.scale.distributed import is_primary
 
     say = print if is_primary() else (lambda *args, **kwargs: None)  # process 0 speaks for a distributed run
     used = "" if program.layout is None else f"; using {program.layout.describe()}"
@@ -231,10 +231,10 @@ def _compile(cfg, resolved, program, run_dir, device, devices, checkpoints, prog
 
 def run_training(cfg: TrainConfig, resolved: Any, resume: Path | None = None, hooks: Sequence[Any] = ()) -> Any:
     """Train (or resume) as configured, writing the run directory; returns the run's `RunContext`."""
-    from jaxrl import hooks as jobs
-    from jaxrl.distributed import is_primary
-    from jaxrl.driver import host_loop
     from jaxrl.errors import NonFiniteError
+    from jaxrl.run import hooks as jobs
+    from jaxrl.run.driver import host_loop
+    from jaxrl.scale.distributed import is_primary
 
     ctx, runner, (checkpoints, curriculum) = _start(cfg, resolved, resume)
     schedule = [jobs.CurriculumHook(curriculum)] if curriculum is not None else []
@@ -274,8 +274,8 @@ def run_training(cfg: TrainConfig, resolved: Any, resume: Path | None = None, ho
 def compose(overrides: list[str], resume: str | Path | None = None) -> tuple[TrainConfig, Any, Path | None]:
     """(typed config, resolved config, resume dir) for command-line overrides (`["env=snake", "algo.lr=3e-4"]`),
     of a new run or of `resume=RUN_DIR`; ConfigError (one line) otherwise."""
-    from jaxrl.cli_config import compose_config, resume_config
-    from jaxrl.distributed import join_early
+    from jaxrl.config.compose import compose_config, resume_config
+    from jaxrl.scale.distributed import join_early
 
     run_dir = None if resume is None else Path(resume).expanduser()
     join_early(overrides, None if run_dir is None else run_dir / "config.yaml")  # before jax starts
@@ -308,7 +308,7 @@ def train(
 
 def load(run_dir: str | Path) -> Run:
     """Reopen a finished or interrupted run (ConfigError when it is not a run directory)."""
-    from jaxrl.cli_config import resume_config
+    from jaxrl.config.compose import resume_config
 
     run_dir = Path(run_dir).expanduser()
     cfg, _, _ = resume_config(run_dir, [], flag="run_dir")
@@ -374,9 +374,9 @@ class Run:
         """(step, runner of every seed, Program) of checkpoint `step` (default: the newest readable one)."""
         if step in self._restored:
             return self._restored[step]
-        from jaxrl.checkpoint import Checkpointer, CheckpointError
-        from jaxrl.config import make_env
-        from jaxrl.driver import Program
+        from jaxrl.config.schema import make_env
+        from jaxrl.run.checkpoint import Checkpointer, CheckpointError
+        from jaxrl.run.driver import Program
 
         program = Program(self.config, *make_env(self.config))
         checkpoints = Checkpointer(self.run_dir / "checkpoints")
@@ -412,7 +412,7 @@ class Run:
     ) -> dict:
         """Play `episodes` per seed (of a sweep's `member`, default the best); the eval.json dict (also written).
         No replay is drawn."""
-        from jaxrl.eval import evaluate
+        from jaxrl.run.evaluation import evaluate
 
         return evaluate(self, episodes=episodes, greedy=greedy, seed=seed, step=step, render="none", member=member)
 
@@ -425,8 +425,8 @@ class Run:
         member: int | None = None,
     ) -> Path:
         """The GIF of the best of `episodes` episodes per seed (default RUN_DIR/replay.gif)."""
-        from jaxrl.config import make_env
-        from jaxrl.eval import evaluate
+        from jaxrl.config.schema import make_env
+        from jaxrl.run.evaluation import evaluate
 
         if not hasattr(make_env(self.config)[0], "render_rgb"):  # before anything is written
             raise ConfigError(f"{self.config.env.name} does not draw itself as a picture; no replay")
@@ -436,7 +436,7 @@ class Run:
     def env(self) -> tuple[Any, Any]:
         """(env, env_params) as the run's config builds them: the settings it trained with (a
         curriculum's phases aside), so `run.policy` can act in it."""
-        from jaxrl.config import make_env
+        from jaxrl.config.schema import make_env
 
         return make_env(self.config)
 
@@ -452,7 +452,7 @@ class Run:
         greedy, or acting as in training."""
         import jax
 
-        from jaxrl.eval import pick_member
+        from jaxrl.run.evaluation import pick_member
 
         _, runner, program = self.restore(step)
         seeds, members = self.config.num_seeds, program.sweep.size

@@ -1,14 +1,14 @@
 """Errors that end a run after it started; each message is one line (the CLI prints it after "error: ").
 
 Bad input before a run starts is `ConfigError` (exit code 2). This module imports nothing heavy: a
-distributed run must join its processes before anything starts jax (`jaxrl.distributed`).
+distributed run must join its processes before anything starts jax (`jaxrl.scale.distributed`).
 """
 
 from __future__ import annotations
 
 
 class ConfigError(ValueError):
-    """A config value or combination that cannot run (exit code 2); also `jaxrl.config.ConfigError`."""
+    """A config value or combination that cannot run (exit code 2); also `jaxrl.config.schema.ConfigError`."""
 
 
 class NonFiniteError(RuntimeError):

@@ -1,65 +1,23 @@
-"""Evaluation, one path for the CLI and the Python API: play a run's policy on device, report, replay.
-
-`python -m jaxrl.eval run_dir=DIR [episodes=100] [greedy=true] ...` and `Run.evaluate()` load
-the newest readable checkpoint (or `step=N`), play `episodes` episodes per seed in one
-compiled loop, report the figures, write `eval.json` and, for envs that draw themselves
-(Snake, the grid), `replay.gif` of the best episode (best return, then best score),
-re-simulated exactly. `render=terminal` plays that episode in the terminal instead.
-With several agents per world an episode's return is the world's (the sum over its agents);
-`return_per_agent` is beside it.
-
-The env params played with are the ones the agent trained with last (a curriculum's final
-phase), passed through the env's `eval_params(params) -> params` where it has one: Snake's
-raises `hunger_limit` to at least size * size, so that hunger cannot cut a legal game short,
-and turns reward shaping off.
-
-eval.json (all figures over every seed's episodes):
-- `return`, `length`, and `score` for envs whose step info reports one (Snake's apples, the
-  grid's collected items): {"mean", "median", "min", "max"}; `return_per_seed`, `score_per_seed`.
-- `score_histogram`: {"bins": [min .. max score, every integer], "counts": [episodes per bin]}
-  (`plt.bar(h["bins"], h["counts"])`); non-integer scores get one bin per distinct value.
-- `wins`, `win_rate` and `win_rate_per_seed` for envs whose info reports `won` (Snake: a full board).
-- `unfinished`: episodes cut by the env's step limit; `best`: the replayed episode (seed,
-  episode, return, length, score, won).
-- `env_params`: the env params' scalar fields played with (a list where seeds differ) and
-  `env_params_changed`: {field: {"trained", "evaluated"}} for what `eval_params` changed.
-- `checkpoint_step`, `env`, `algo`, `episodes_per_seed`, `greedy`, `seed`, `run_dir`,
-  `seconds`, and `replay` (the GIF's path).
-- A sweep's run (`jaxrl.sweep`) plays one member's seeds (`member=K`, default the best member in
-  summary.json): `member` and its `settings` are added.
-
-The GIF's frames show the board with a strip below it: the step, the score so far (the return
-so far for envs without a score) and, on the last frame, the episode's end ("score 12 -> 13
-(won)"); the terminal replay prints the same line above each board.
-
-`play` and `record` act through the algorithm's stateful policy `(params, carry, obs, key) ->
-(carry, action)`, so a recurrent policy evaluates with the same code.
+"""`python -m jaxrl.eval RUN_DIR [episodes=100] [greedy=true] ...`: play a run's policy and report
+(`jaxrl.run.evaluation` plays it; `Run.evaluate()` is the same path from Python). See that module for
+what eval.json holds and how the replay is drawn.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import os
 import sys
-import time
-from pathlib import Path
 from typing import Any
 
-import jax
-import jax.numpy as jnp
-import numpy as np
+from jaxrl.config.compose import UsageError
+from jaxrl.config.schema import ConfigError
+from jaxrl.run.checkpoint import CheckpointError
+from jaxrl.run.evaluation import evaluate
+from jaxrl.scale.sweep import settings_label
 
-from envs.base import GIF_PIXELS, upscale
-from jaxrl.algorithm import PolicyFn
-from jaxrl.checkpoint import CheckpointError
-from jaxrl.cli_config import UsageError
-from jaxrl.config import ConfigError
-from jaxrl.runlog import write_json
-from jaxrl.sweep import settings_label
+USAGE = """usage: python -m jaxrl.eval RUN_DIR [key=value ...]   (or run_dir=RUN_DIR)
 
-USAGE = """usage: python -m jaxrl.eval run_dir=DIR [key=value ...]
-
-  run_dir=DIR          a run directory written by python -m jaxrl.train
+  RUN_DIR              a run directory written by python -m jaxrl.train
   episodes=100         episodes per seed
   greedy=true          greedy actions (false: sample the policy / DQN's final epsilon)
   step=N               checkpoint to load (env steps per seed); default the newest readable one
@@ -75,6 +33,7 @@ the env params played with (the env's eval_params: Snake's hunger limit is at le
 size * size). The replay shows the step and the score (or return) so far below the board.
 """
 
+
 DEFAULTS: dict[str, Any] = {
     "run_dir": None,
     "episodes": 100,
@@ -86,24 +45,29 @@ DEFAULTS: dict[str, Any] = {
     "out": None,
     "member": None,
 }
+
+
 RENDERS = ("gif", "terminal", "none")
-EPISODE_INFO = ("score", "won")  # step info keys that describe the episode, carried to its end when the env has them
-STRIP_PIXELS = 28  # height of the caption strip below the GIF's board
-STRIP_BACKGROUND, STRIP_INK = (48, 48, 48), (235, 235, 235)  # grey: the strip stands apart from a black board
 
 
 def parse_args(argv: list[str]) -> dict[str, Any]:
     """key=value arguments checked against DEFAULTS; UsageError naming the bad one."""
     args = dict(DEFAULTS)
+    if argv and "=" not in argv[0]:  # the run directory first, as people type it
+        argv = [f"run_dir={argv[0]}", *argv[1:]]
+        if any(a.startswith("run_dir=") for a in argv[1:]):
+            raise UsageError(f"the run directory is given twice: {argv[0][8:]} and run_dir=; give it once")
     for item in argv:
         key, eq, value = item.partition("=")
         if not eq:
-            raise UsageError(f"bad argument '{item}': expected key=value (see `python -m jaxrl.eval --help`)")
+            raise UsageError(
+                f"bad argument '{item}': expected key=value after the run directory (see `python -m jaxrl.eval --help`)"
+            )
         if key not in DEFAULTS:
             raise UsageError(f"unknown setting '{key}'; valid: {', '.join(DEFAULTS)}")
         args[key] = value
     if args["run_dir"] is None:
-        raise UsageError("run_dir=DIR is required (a directory written by python -m jaxrl.train)")
+        raise UsageError("a run directory is required: python -m jaxrl.eval RUN_DIR (written by python -m jaxrl.train)")
     for key, low in (("episodes", 1), ("seed", 0), ("fps", 1), ("step", 0), ("member", 0)):
         if args[key] is None:
             continue
@@ -120,361 +84,6 @@ def parse_args(argv: list[str]) -> dict[str, Any]:
     if args["render"] not in RENDERS:
         raise UsageError(f"render={args['render']} is invalid: allowed {', '.join(RENDERS)}")
     return args
-
-
-def describe(values: np.ndarray) -> dict[str, float]:
-    """Mean, median, min and max of per-episode values."""
-    return {
-        "mean": float(np.mean(values)),
-        "median": float(np.median(values)),
-        "min": float(np.min(values)),
-        "max": float(np.max(values)),
-    }
-
-
-def histogram(scores: np.ndarray) -> dict[str, list]:
-    """{"bins", "counts"}: every integer from the lowest to the highest score (one bin per distinct
-    value where scores are not whole), and how many episodes ended with it."""
-    scores = np.asarray(scores).ravel()
-    if np.all(scores == np.round(scores)):
-        low, high = int(scores.min()), int(scores.max())
-        counts = np.bincount((scores - low).astype(np.int64), minlength=high - low + 1)
-        return {"bins": list(range(low, high + 1)), "counts": counts.tolist()}
-    bins, counts = np.unique(scores, return_counts=True)
-    return {"bins": bins.tolist(), "counts": counts.tolist()}
-
-
-def caption_strip(text: str, width: int) -> np.ndarray:
-    """(STRIP_PIXELS, width, 3) uint8: one line of text in Pillow's bitmap font, doubled where it fits."""
-    from PIL import Image, ImageDraw, ImageFont
-
-    font = getattr(ImageFont, "load_default_imagefont", ImageFont.load_default)()  # bitmap: no anti-aliasing
-    _, _, right, bottom = ImageDraw.Draw(Image.new("RGB", (1, 1))).textbbox((0, 0), text, font=font)
-    scale = 2 if 2 * right + 8 <= width else 1
-    small = Image.new("RGB", (-(-width // scale), STRIP_PIXELS // scale), STRIP_BACKGROUND)
-    ImageDraw.Draw(small).text((4 // scale, (STRIP_PIXELS // scale - bottom) // 2), text, font=font, fill=STRIP_INK)
-    return np.asarray(small).repeat(scale, axis=0).repeat(scale, axis=1)[:, :width]
-
-
-def save_gif(frames: np.ndarray, path: Path, fps: int, captions: list[str] | None = None) -> None:
-    """The frames upscaled to about GIF_PIXELS, each with its caption in a strip below the board."""
-    from PIL import Image
-
-    boards = upscale(frames, GIF_PIXELS)
-    if captions is not None:
-        boards = [np.concatenate([b, caption_strip(c, b.shape[1])]) for b, c in zip(boards, captions, strict=True)]
-    images = [Image.fromarray(b) for b in boards]
-    tmp = path.with_suffix(".tmp.gif")
-    images[0].save(tmp, save_all=True, append_images=images[1:], duration=int(1000 / fps), loop=0)
-    tmp.replace(path)
-
-
-def captions(progress: dict[str, np.ndarray], best: dict[str, Any]) -> list[str]:
-    """One line per frame of the best episode: the step and the score (else the return) so far; the
-    last line adds the episode's end, which no frame shows (the step that ends it also resets)."""
-    length = best["length"]
-    name = "score" if "score" in best else "return"
-    number = (lambda v: f"{v:g}") if name == "score" else (lambda v: f"{v:.2f}")
-    lines = [f"step {t + 1}/{length}   {name} {number(progress[name][t])}" for t in range(length)]
-    lines[-1] += f" -> {number(best[name])}" + (" (won)" if best.get("won") else "")
-    return lines
-
-
-def default_max_steps(env_params: Any) -> int:
-    """The env's own episode limit, else a generous guard."""
-    return int(getattr(env_params, "max_steps_in_episode", 100_000))
-
-
-def params_for_eval(env: Any, trained: Any) -> Any:
-    """The env params to play with, per seed: the env's `eval_params` of the trained ones, where it has one."""
-    if not hasattr(env, "eval_params"):
-        return trained
-    evaluated = jax.vmap(env.eval_params)(trained)
-    return jax.tree.map(lambda new, old: jnp.asarray(new, old.dtype), evaluated, trained)  # dtypes as trained
-
-
-def scalar_fields(params: Any) -> dict[str, Any]:
-    """The scalar fields of per-seed env params as plain numbers for eval.json (a list where seeds differ)."""
-    if not dataclasses.is_dataclass(params):
-        return {}
-    out = {}
-    for field in dataclasses.fields(params):
-        values = np.asarray(getattr(params, field.name))
-        if values.ndim != 1:  # (seeds,) only: array-valued params are not figures
-            continue
-        # str() of a float32 is its shortest form: 0.99, not 0.9900000095367432.
-        plain = [v.item() if values.dtype.kind in "biu" else float(str(v)) for v in values]
-        out[field.name] = plain[0] if all(v == plain[0] for v in plain) else plain
-    return out
-
-
-def _start(env: Any, env_params: Any, key: jax.Array, num_episodes: int, carry: Any) -> dict[str, Any]:
-    reset_key, key = jax.random.split(key)
-    obs, state = jax.vmap(env.reset, in_axes=(0, None))(jax.random.split(reset_key, num_episodes), env_params)
-    zeros = jnp.zeros(num_episodes, jnp.float32)
-    return {
-        "t": jnp.zeros((), jnp.int32),
-        "key": key,
-        "obs": obs,
-        "state": state,
-        "alive": jnp.ones(num_episodes, bool),
-        "return": zeros,
-        "length": jnp.zeros(num_episodes, jnp.int32),
-        "score": zeros,
-        "won": jnp.zeros(num_episodes, bool),
-        "carry": carry,
-    }
-
-
-def _advance(env: Any, env_params: Any, policy: PolicyFn, params: Any, c: dict[str, Any]) -> dict[str, Any]:
-    """Every env steps once; episodes that already ended stop counting."""
-    num_episodes = c["alive"].shape[0]
-    agents = int(getattr(env, "num_agents", 1))
-    key, act_key, step_key = jax.random.split(c["key"], 3)
-    obs = c["obs"]
-    if agents > 1:  # every agent acts with the shared policy; the world's return sums theirs
-        obs = obs.reshape((num_episodes * agents, *obs.shape[2:]))
-    carry, action = policy(params, c["carry"], obs, act_key)
-    if agents > 1:
-        action = action.reshape(num_episodes, agents)
-    obs, state, reward, terminated, truncated, info = jax.vmap(env.step, in_axes=(0, 0, 0, None))(
-        jax.random.split(step_key, num_episodes), c["state"], action, env_params
-    )
-    alive = c["alive"]
-    reward = reward.reshape(num_episodes, -1).sum(axis=1)
-    ended = alive & (terminated | truncated)
-    # The info of a live episode's step describes it (before any reset): the score so far, the final one at its end.
-    score = jnp.where(alive, info["score"].astype(jnp.float32), c["score"]) if "score" in info else c["score"]
-    won = c["won"] | (alive & info["won"]) if "won" in info else c["won"]
-    return {
-        "t": c["t"] + 1,
-        "key": key,
-        "obs": obs,
-        "state": state,
-        "alive": alive & ~ended,
-        "return": c["return"] + jnp.where(alive, reward, 0.0),
-        "length": c["length"] + alive,
-        "score": score,
-        "won": won,
-        "carry": carry,
-    }
-
-
-def episode_info(env: Any, env_params: Any) -> tuple[str, ...]:
-    """Which of EPISODE_INFO (`score`, `won`) the env's step info carries (checked on shapes only)."""
-
-    def probe(key: jax.Array):
-        _, state = env.reset(key, env_params)
-        return env.step(key, state, env.action_space(env_params).sample(key), env_params)[-1]
-
-    info = jax.eval_shape(probe, jax.random.key(0))
-    return tuple(name for name in EPISODE_INFO if name in info)
-
-
-def play(
-    env: Any,
-    env_params: Any,
-    policy: PolicyFn,
-    params: Any,
-    key: jax.Array,
-    num_episodes: int,
-    max_steps: int | None = None,
-    carry: Any = None,
-) -> dict[str, jax.Array]:
-    """`num_episodes` episodes side by side, one env each, acting with `policy(params, carry, obs, key)`.
-
-    `carry` is the policy's initial carry for every stream (None: feed-forward). Returns
-    {"return", "length", "finished"}, and "score" and "won" where the env's info reports them,
-    each (num_episodes,).
-    """
-    max_steps = default_max_steps(env_params) if max_steps is None else int(max_steps)
-    out = jax.lax.while_loop(
-        lambda c: c["alive"].any() & (c["t"] < max_steps),
-        lambda c: _advance(env, env_params, policy, params, c),
-        _start(env, env_params, key, num_episodes, carry),
-    )
-    result = {"return": out["return"], "length": out["length"], "finished": ~out["alive"]}
-    return {**result, **{name: out[name] for name in episode_info(env, env_params)}}
-
-
-def record(
-    env: Any,
-    env_params: Any,
-    policy: PolicyFn,
-    params: Any,
-    key: jax.Array,
-    num_episodes: int,
-    index: int,
-    length: int,
-    render: Any,
-    carry: Any = None,
-) -> tuple[Any, dict[str, jax.Array]]:
-    """Frames `render(state)` (any pytree) of episode `index` of the same `play(...)` call (same key, batch
-    and policy), one per step, and its progress at each: {"return", "score"} so far, (length,).
-
-    `length` is that episode's length from `play`; the frames show the state before each of
-    its `length` actions (the auto-reset after the last one is not shown).
-    """
-
-    def pick(c):
-        progress = {"return": c["return"][index], "score": c["score"][index]}
-        return render(jax.tree.map(lambda x: x[index], c["state"])), progress
-
-    def step(c, _):
-        c = _advance(env, env_params, policy, params, c)
-        return c, pick(c)
-
-    c = _start(env, env_params, key, num_episodes, carry)
-    first = pick(c)
-    _, rest = jax.lax.scan(step, c, None, length=max(length - 1, 0))
-    return jax.tree.map(lambda a, b: jnp.concatenate([a[None], b]), first, rest)
-
-
-def evaluate(
-    run: Any,
-    episodes: int = 100,
-    greedy: bool = True,
-    seed: int = 0,
-    step: int | None = None,
-    render: str = "gif",
-    fps: int = 10,
-    out: str | Path | None = None,
-    member: int | None = None,
-) -> dict[str, Any]:
-    """Play `episodes` episodes per seed of a run's checkpoint (`jaxrl.api.Run`), write eval.json (and the
-    replay); the figures as a dict. CheckpointError when `step` has no checkpoint."""
-    if out is not None and Path(out).expanduser().is_dir():
-        raise UsageError(f"out={out} is a directory: give the GIF's file name, e.g. out={Path(out) / 'replay.gif'}")
-    step, runner, program = run.restore(step)
-    env, cfg = program.env, run.config
-    member = pick_member(run, program, member)
-    runner = jax.tree.map(lambda x: x[member * cfg.num_seeds : (member + 1) * cfg.num_seeds], runner)
-    algo = program.algorithm(program.member_hypers(member))
-    keys = jax.random.split(jax.random.key(seed), cfg.num_seeds)
-    # The env params the agent trained with last (a curriculum's final phase), carried in the runner, per seed.
-    trained = runner.envs.params
-    env_params = params_for_eval(env, trained)
-    policy, params = program.policy(greedy, member), algo.policy_params(runner)  # at the run's precision
-    carry = algo.initial_carry(episodes * program.agents_per_world)
-    max_steps = default_max_steps(jax.tree.map(lambda x: np.asarray(x[0]), env_params))
-
-    def one_seed(p, e, k):
-        return play(env, e, policy, p, k, episodes, max_steps, carry)
-
-    t0 = time.perf_counter()
-    played = jax.device_get(jax.jit(jax.vmap(one_seed))(params, env_params, keys))  # (seeds, episodes)
-    header = {"checkpoint_step": step, "env": cfg.env.name, "algo": cfg.algo.name, "episodes_per_seed": episodes}
-    result = {**header, "greedy": greedy, "seed": seed, **figures(played, program.agents_per_world)}
-    if program.sweep.keys:
-        result.update(member=member, settings=program.sweep.members[member])
-    result["env_params"] = scalar_fields(env_params)
-    before = scalar_fields(trained)
-    changed = {k: {"trained": before[k], "evaluated": v} for k, v in result["env_params"].items() if before.get(k) != v}
-    if changed:
-        result["env_params_changed"] = changed
-    result.update(run_dir=str(run.run_dir), seconds=time.perf_counter() - t0)
-    drawer = {"gif": "render_rgb", "terminal": "render_text"}.get(render)
-    if drawer is not None and hasattr(env, drawer):
-        best = result["best"]
-        draw = env.render_rgb if render == "gif" else (lambda s: s)  # states, drawn as text below
-        replay = lambda k, p, e: record(env, e, policy, p, k, episodes, best["episode"], best["length"], draw, carry)
-        seed_trees = (jax.tree.map(lambda x: x[best["seed"]], tree) for tree in (params, env_params))
-        frames, progress = jax.device_get(jax.jit(replay)(keys[best["seed"]], *seed_trees))
-        lines = captions(progress, best)
-        if render == "gif":
-            path = Path(out).expanduser() if out else run.run_dir / "replay.gif"
-            _keep_previous(path)
-            save_gif(np.asarray(frames), path, fps, lines)
-            result["replay"] = str(path)
-        else:
-            play_in_terminal(env, frames, lines, fps)
-    elif drawer is not None:
-        result["replay"] = None
-        how = "as a picture" if render == "gif" else "as text"
-        print(f"note: {cfg.env.name} does not draw itself {how}; no replay", file=sys.stderr)
-    _keep_previous(run.run_dir / "eval.json")
-    try:
-        write_json(run.run_dir / "eval.json", result)
-    except OSError as e:
-        raise UsageError(f"{run.run_dir / 'eval.json'} cannot be written ({e.strerror or e})") from None
-    return result
-
-
-def pick_member(run: Any, program: Any, member: int | None) -> int:
-    """The sweep member to play: `member`, else the best one in summary.json; UsageError when out of range
-    or when no summary says which is best."""
-    size = program.sweep.size
-    if member is None:
-        if size == 1:
-            return 0
-        summary = run.summary
-        if not summary or summary.get("best_member") is None:
-            raise UsageError(
-                f"{run.run_dir} is a sweep of {size} members with no summary.json yet: give member=0..{size - 1}"
-            )
-        return int(summary["best_member"])
-    if not 0 <= member < size:
-        have = "has no sweep (member=0 only)" if size == 1 else f"has {size} sweep members (member=0..{size - 1})"
-        raise UsageError(f"member={member} is invalid: the run {have}")
-    return member
-
-
-def _keep_previous(path: Path) -> None:
-    """Keep an earlier evaluation's file under a dated name, and say so; UsageError when it cannot be written."""
-    from jaxrl.rundir import keep_previous
-
-    try:
-        kept = keep_previous(path)
-        path.parent.mkdir(parents=True, exist_ok=True)
-    except OSError as e:
-        raise UsageError(f"{path} cannot be written ({e.strerror or e})") from None
-    if kept is not None:
-        print(f"note: the previous {path.name} is kept as {kept}", file=sys.stderr)
-
-
-def figures(out: dict[str, np.ndarray], agents: int = 1) -> dict[str, Any]:
-    """eval.json's figures from `play`'s per-episode arrays (seeds, episodes)."""
-    result: dict[str, Any] = {
-        "return": describe(out["return"]),
-        "length": describe(out["length"]),
-        "return_per_seed": out["return"].mean(axis=1).tolist(),
-        "unfinished": int((~out["finished"]).sum()),
-    }
-    if agents > 1:  # "return" is the world's (summed over its agents)
-        result["agents_per_world"] = agents
-        result["return_per_agent"] = describe(out["return"] / agents)
-    if "score" in out:
-        result["score"] = describe(out["score"])
-        result["score_per_seed"] = out["score"].mean(axis=1).tolist()
-        result["score_histogram"] = histogram(out["score"])
-    if "won" in out:
-        result["wins"] = int(out["won"].sum())
-        result["win_rate"] = float(out["won"].mean())
-        result["win_rate_per_seed"] = out["won"].mean(axis=1).tolist()
-    score = out.get("score", np.zeros_like(out["return"]))
-    order = np.lexsort((score.ravel(), out["return"].ravel()))  # best return, then best score
-    seed_index, index = np.unravel_index(order[-1], out["return"].shape)
-    best = {
-        "seed": int(seed_index),
-        "episode": int(index),
-        "return": float(out["return"][seed_index, index]),
-        "length": int(out["length"][seed_index, index]),
-    }
-    for name, plain in (("score", float), ("won", bool)):
-        if name in out:
-            best[name] = plain(out[name][seed_index, index])
-    result["best"] = best
-    return result
-
-
-def play_in_terminal(env: Any, states: Any, captions: list[str], fps: int) -> None:
-    """The episode's boards as text, each under its caption line (step and score so far)."""
-    for t, caption in enumerate(captions):
-        board = env.render_text(jax.tree.map(lambda x, t=t: x[t], states))
-        sys.stdout.write("\x1b[H\x1b[2J" if sys.stdout.isatty() else "\n")
-        sys.stdout.write(f"{caption}\n{board}\n")
-        sys.stdout.flush()
-        time.sleep(1.0 / fps)
 
 
 def _spread(figure: dict[str, float]) -> str:

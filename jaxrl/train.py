@@ -37,7 +37,7 @@ USAGE = """usage: python -m jaxrl.train [key=value ...]
 
 def usage(argv: list[str]) -> str:
     """The help text; with env=NAME, that env's settings too."""
-    from jaxrl.algorithm import algorithms
+    from jaxrl.algos.base import algorithms
 
     text = USAGE.format(algos=" | ".join(algorithms()))
     env_name = next((a.partition("=")[2] for a in argv if a.startswith("env=")), None)
@@ -60,7 +60,7 @@ def main(argv: list[str] | None = None) -> int:
     130 stopped by Ctrl-C (after saving a checkpoint)."""
     from pathlib import Path
 
-    from jaxrl.distributed import join_early
+    from jaxrl.scale.distributed import join_early
 
     argv = sys.argv[1:] if argv is None else argv
     if any(a in ("-h", "--help", "help") for a in argv):

@@ -23,7 +23,7 @@ def pytest_unconfigure(config):
 
 def count_traces(monkeypatch) -> list[int]:
     """A list that gets the chunk length each time the core loop's `run_chunk` is traced (called under jit)."""
-    from jaxrl import loop
+    from jaxrl.core import loop
 
     traces: list[int] = []
     original = loop.run_chunk
@@ -47,7 +47,7 @@ def train_run(algo, key):
     """The whole run of an algorithm as one jitted pure function of the key: (runner, UpdateStats)."""
     import jax
 
-    from jaxrl.loop import make_train
+    from jaxrl.core.loop import make_train
 
     return jax.jit(make_train(algo))(key)
 
@@ -56,8 +56,8 @@ def three_chunks(algo, steps_per_update: int):
     """A 2-seed, 4-env CartPole run of 7 updates of `algo` (a config dataclass) through one compiled chunk
     of 3, run as chunks of 3, 3 and 1: the runner it ends with."""
     import envs
-    from jaxrl.config import TrainConfig
-    from jaxrl.driver import Program
+    from jaxrl.config.schema import TrainConfig
+    from jaxrl.run.driver import Program
 
     cfg = TrainConfig(
         env=env_config("CartPole-v1"),

@@ -165,7 +165,8 @@ EVAL = [
     (["run_dir={run}", "bogus=1"], "unknown setting 'bogus'"),
     (["run_dir={missing}"], "no such directory"),
     (["run_dir={foreign}"], "is not a jaxrl run directory"),
-    (["episodes=3"], "run_dir=DIR is required"),
+    (["episodes=3"], "a run directory is required"),
+    (["{missing}"], "no such directory"),
     (["run_dir={run}", "fps=0"], "fps=0 is invalid"),
     (["run_dir={run}", "out={run}"], "is a directory: give the GIF's file name"),
 ]

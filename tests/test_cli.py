@@ -9,8 +9,8 @@ import sys
 import pytest
 import yaml
 
-from jaxrl.cli_config import compose_config
-from jaxrl.config import make_env
+from jaxrl.config.compose import compose_config
+from jaxrl.config.schema import make_env
 from jaxrl.train import main
 
 
@@ -172,7 +172,7 @@ sys.path_hooks[:] = [h for h in sys.path_hooks if "editable" not in getattr(h, "
 sys.path_importer_cache.clear()
 sys.path.insert(0, ".")
 import jaxrl, jaxrl.configs
-from jaxrl.cli_config import compose_config
+from jaxrl.config.compose import compose_config
 cfg, _ = compose_config(["env=snake", "preset=fast"])
 print(jaxrl.__file__, jaxrl.configs.__file__, cfg.num_envs, cfg.algo.hidden)
 """
@@ -237,7 +237,7 @@ def test_minibatch_size_auto_is_the_largest_divisor_giving_enough_minibatches(
 
 
 def test_final_figures_reach_back_to_the_last_chunks_that_finished_an_episode():
-    from jaxrl.hooks import final_figures
+    from jaxrl.run.hooks import final_figures
 
     chunk = lambda episodes, ret: {
         "env_steps": 0,

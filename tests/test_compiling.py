@@ -4,7 +4,7 @@ import jax
 import numpy as np
 import pytest
 
-from jaxrl import compiling
+from jaxrl.run import compiling
 
 
 def draws(key):

@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 
 import envs
-from jaxrl.config import ConfigError
-from jaxrl.curriculum import build_phases, traced
+from jaxrl.config.curriculum import build_phases, traced
+from jaxrl.config.schema import ConfigError
 from jaxrl.train import main
 from tests.conftest import count_traces
 

@@ -5,8 +5,8 @@ faked, so every case runs on this CPU."""
 import jax
 import pytest
 
-from jaxrl import devices as devmod
-from jaxrl.config import ConfigError
+from jaxrl.config.schema import ConfigError
+from jaxrl.run import devices as devmod
 
 
 class FakeDevice:

@@ -1,4 +1,4 @@
-"""Several hosts (`distributed=true`, `jaxrl.distributed`), on one machine: two processes with two
+"""Several hosts (`distributed=true`, `jaxrl.scale.distributed`), on one machine: two processes with two
 forced CPU devices each join over localhost (gloo collectives) and train one program over the
 4-device mesh. It must compute what one process with 4 devices computes, write the run's files
 from process 0 only, and leave checkpoints that restore on another layout in both directions

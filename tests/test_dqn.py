@@ -8,11 +8,11 @@ import pytest
 from gymnax.environments import spaces
 
 import envs
-from jaxrl import rollout
 from jaxrl.algos.dqn import DQN, DQNConfig, interval_crossed, q_targets
-from jaxrl.config import TrainConfig
-from jaxrl.driver import Program
-from jaxrl.replay import Batch, ReplayBuffer
+from jaxrl.config.schema import TrainConfig
+from jaxrl.core import rollout
+from jaxrl.core.replay import Batch, ReplayBuffer
+from jaxrl.run.driver import Program
 from tests.conftest import count_traces, env_config, train_run
 from tests.test_ppo import bias_values, final_mean, random_snake_score, with_unit_gradient
 
@@ -458,7 +458,7 @@ def test_one_trace_serves_every_dqn_chunk(monkeypatch):
 
 @pytest.mark.parametrize("token", [-5, 0, 7])
 def test_materialize_returns_its_input(token):
-    from jaxrl.replay import materialize
+    from jaxrl.core.replay import materialize
 
     tree = {"obs": jnp.arange(12, dtype=jnp.uint8).reshape(3, 4), "x": jnp.linspace(-1.0, 1.0, 5)}
     out = jax.jit(materialize)(tree, jnp.int32(token))

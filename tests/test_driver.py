@@ -4,7 +4,7 @@ import jax
 import numpy as np
 
 import jaxrl
-from jaxrl.driver import Hook
+from jaxrl.run.driver import Hook
 
 SETTINGS = {"env": "CartPole-v1", "num_envs": 4, "algo.num_steps": 16, "total_timesteps": 64 * 8, "num_chunks": 8}
 

@@ -12,8 +12,9 @@ from PIL import Image, ImageSequence
 
 import envs
 from envs.snake import DCOL, DROW, Snake
-from jaxrl import eval as evaluation
-from jaxrl.eval import figures, play, record
+from jaxrl import eval as eval_cli
+from jaxrl.run import evaluation
+from jaxrl.run.evaluation import figures, play, record
 from jaxrl.train import main as train_main
 
 
@@ -159,7 +160,7 @@ def snake_run(tmp_path_factory):
 
 
 def test_eval_prints_figures_and_writes_the_best_replay(snake_run, capsys):
-    assert evaluation.main([f"run_dir={snake_run}", "episodes=12", "fps=50"]) == 0
+    assert eval_cli.main([f"run_dir={snake_run}", "episodes=12", "fps=50"]) == 0
     out = capsys.readouterr().out
     assert "snake ppo checkpoint 8,192 steps: 12 greedy episodes x 2 seeds" in out
     assert "return mean" in out and "score mean" in out and "replay of the best episode" in out
@@ -206,14 +207,14 @@ def test_eval_plays_with_the_envs_eval_params(snake_run, capsys):
     result = run.evaluate(episodes=4)
     assert result["env_params"]["hunger_limit"] == 36 and result["env_params"]["shaping"] == 0.0
     assert result["env_params_changed"]["hunger_limit"] == {"trained": 10, "evaluated": 36}
-    evaluation.report(result)
+    eval_cli.report(result)
     assert "hunger_limit 10 -> 36" in capsys.readouterr().out
     cartpole, params = envs.make("CartPole-v1")  # no eval_params: played as trained
     assert evaluation.params_for_eval(cartpole, params) is params
 
 
 def test_eval_of_an_older_checkpoint_and_sampled_actions(snake_run, capsys):
-    assert evaluation.main([f"run_dir={snake_run}", "step=4096", "greedy=false", "episodes=4", "render=none"]) == 0
+    assert eval_cli.main([str(snake_run), "step=4096", "greedy=false", "episodes=4", "render=none"]) == 0
     assert "checkpoint 4,096 steps: 4 sampled episodes" in capsys.readouterr().out
 
 
@@ -244,7 +245,7 @@ def test_step_loads_that_checkpoints_parameters(snake_run):
 
 
 def test_terminal_replay_draws_the_board(snake_run, capsys):
-    assert evaluation.main([f"run_dir={snake_run}", "episodes=4", "render=terminal", "fps=1000"]) == 0
+    assert eval_cli.main([f"run_dir={snake_run}", "episodes=4", "render=terminal", "fps=1000"]) == 0
     out = capsys.readouterr().out
     best = json.loads((snake_run / "eval.json").read_text())["best"]
     assert out.count("+------+") == 2 * best["length"]  # top and bottom edge of every frame
@@ -257,8 +258,10 @@ def test_terminal_replay_draws_the_board(snake_run, capsys):
 @pytest.mark.parametrize(
     "args, message",
     [
-        (["episodes=4"], "run_dir=DIR is required"),
-        (["run_dir={run}", "episodes=0"], "episodes=0 is invalid"),
+        (["episodes=4"], "a run directory is required: python -m jaxrl.eval RUN_DIR"),
+        (["{run}", "run_dir={run}"], "the run directory is given twice"),
+        (["{run}", "{run}"], "expected key=value after the run directory"),
+        (["{run}", "episodes=0"], "episodes=0 is invalid"),
         (["run_dir={run}", "greedy=maybe"], "greedy=maybe is invalid"),
         (["run_dir={run}", "render=video"], "render=video is invalid"),
         (["run_dir={run}", "colour=red"], "unknown setting 'colour'"),
@@ -268,6 +271,6 @@ def test_terminal_replay_draws_the_board(snake_run, capsys):
 )
 def test_bad_eval_input_is_one_line(snake_run, tmp_path, capsys, args, message):
     formatted = [a.format(run=snake_run, missing=tmp_path / "nope") for a in args]
-    assert evaluation.main(formatted) == 2
+    assert eval_cli.main(formatted) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("error: ") and message in err[0], err

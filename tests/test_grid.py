@@ -258,7 +258,7 @@ def test_bad_constructor_arguments_are_refused(kwargs):
 
 
 def test_vector_env_flattens_agents_world_major_and_repeats_world_flags():
-    from jaxrl.vector import VectorEnv
+    from jaxrl.core.vector import VectorEnv
 
     env, params = envs.make("grid", size=5, num_agents=3)
     vec = VectorEnv(env, num_envs=2)
@@ -292,7 +292,7 @@ def test_vector_env_flattens_agents_world_major_and_repeats_world_flags():
 
 def test_ppo_minibatches_keep_one_agents_size_as_agents_are_added():
     from jaxrl.algos.ppo import minibatches
-    from jaxrl.cli_config import compose_config
+    from jaxrl.config.compose import compose_config
 
     one, _ = compose_config(["env=grid"])
     eight, _ = compose_config(["env=grid", "env.num_agents=8"])
@@ -345,7 +345,7 @@ def test_render_text_draws_the_map_in_make_states_letters():
 
 
 def test_play_sums_the_agents_rewards_into_the_world_return():
-    from jaxrl.eval import play
+    from jaxrl.run.evaluation import play
 
     env, params = envs.make("grid", size=5, num_agents=2)
     params = params.replace(reward_step=1.0, reward_collect=0.0, max_steps_in_episode=7)
@@ -358,9 +358,9 @@ def test_play_sums_the_agents_rewards_into_the_world_return():
 def test_ppo_with_the_grid_cnn_beats_random(tmp_path):
     """The tuned grid config's CNN learns to collect: over 10 times a random policy's return (~0.57), in ~20 s."""
     from jaxrl.algos.ppo import PPO
-    from jaxrl.cli_config import compose_config
-    from jaxrl.config import make_env
-    from jaxrl.eval import play
+    from jaxrl.config.compose import compose_config
+    from jaxrl.config.schema import make_env
+    from jaxrl.run.evaluation import play
     from tests.conftest import train_run
     from tests.test_ppo import final_mean
 
@@ -381,9 +381,9 @@ def test_ppo_with_the_grid_cnn_beats_random(tmp_path):
 def test_dqn_with_the_tuned_grid_config_beats_random():
     """The tuned DQN grid config (MLP Q-network, 3-step targets) learns to collect within 5e5 steps."""
     from jaxrl.algos.dqn import DQN
-    from jaxrl.cli_config import compose_config
-    from jaxrl.config import make_env
-    from jaxrl.eval import play
+    from jaxrl.config.compose import compose_config
+    from jaxrl.config.schema import make_env
+    from jaxrl.run.evaluation import play
     from tests.conftest import train_run
     from tests.test_ppo import final_mean
 

@@ -6,7 +6,7 @@ import struct
 import pytest
 from PIL import Image
 
-from jaxrl import runlog
+from jaxrl.run import loggers
 from jaxrl.train import main
 
 RUN = ["env=CartPole-v1", "num_envs=4", "algo.num_steps=32", "total_timesteps=4096", "num_chunks=4", "num_seeds=2"]
@@ -110,17 +110,17 @@ def test_missing_logger_package_is_one_line_before_anything_is_written(tmp_path,
 
 
 def test_progress_is_a_live_bar_on_a_terminal_and_plain_lines_elsewhere(capsys, monkeypatch):
-    plain = runlog.Progress(1000, live=True)  # pytest's stdout is not a terminal
+    plain = loggers.Progress(1000, live=True)  # pytest's stdout is not a terminal
     plain.update(500, 100.0, {"episode_return": 1.5, "score": 2.0})
     plain.close()
     out = capsys.readouterr().out
     assert out.startswith("steps 500/1.00k (50%) | 100 steps/s | ETA 5s | return 1.50 | score 2.00")
-    seeds = runlog.Progress(1000, live=True, seeds=4)  # steps per seed, steps/s over all seeds
+    seeds = loggers.Progress(1000, live=True, seeds=4)  # steps per seed, steps/s over all seeds
     seeds.update(500, 100.0, {"episode_return": 1.5})
     assert "| 100 steps/s | ETA 20s |" in capsys.readouterr().out
 
     monkeypatch.setattr("sys.stdout.isatty", lambda: True)
-    live = runlog.Progress(1000, live=True, start=200)
+    live = loggers.Progress(1000, live=True, start=200)
     assert live.bar is not None and live.bar.n == 200
     live.update(500, 100.0, {"episode_return": 1.5})
     assert live.bar.n == 500
@@ -130,7 +130,7 @@ def test_progress_is_a_live_bar_on_a_terminal_and_plain_lines_elsewhere(capsys, 
 def test_win_rate_counts_the_ended_worlds_that_won():
     import jax.numpy as jnp
 
-    from jaxrl import stats
+    from jaxrl.core import stats
 
     done = jnp.array([True, True, False, True])
     won = jnp.array([True, False, True, False])  # the third did not end: its flag is not counted

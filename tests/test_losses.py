@@ -4,7 +4,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from jaxrl.losses import compute_gae, ppo_loss
+from jaxrl.core.losses import compute_gae, ppo_loss
 
 
 def test_gae_with_termination_and_truncation():

@@ -1,4 +1,4 @@
-"""Several devices (`devices=N`, `jaxrl.mesh`) and env groups (`env_groups`, `jaxrl.groups`).
+"""Several devices (`devices=N`, `jaxrl.scale.mesh`) and env groups (`env_groups`, `jaxrl.core.groups`).
 
 The multi-device runs happen in a subprocess on 4 forced host CPU devices (`tests/multi_device.py`):
 jax fixes its device count when it starts. Environment states and actions are integers, so any
@@ -16,9 +16,9 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from jaxrl import groups
 from jaxrl.algos.ppo import group_permutations
-from jaxrl.replay import ReplayBuffer
+from jaxrl.core import groups
+from jaxrl.core.replay import ReplayBuffer
 
 SCRIPT = Path(__file__).with_name("multi_device.py")
 TOLERANCE = 2e-3  # float leaves; Adam's eps of 1e-5 magnifies rounding in near-zero gradients (grid, 2 agents)

@@ -7,7 +7,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from jaxrl.networks import ActorCritic, orthogonal
+from jaxrl.core.networks import ActorCritic, orthogonal
 
 
 @pytest.mark.parametrize("shape", [(300, 128), (128, 128), (64, 4), (4, 64), (3, 3, 16, 32)])
@@ -61,7 +61,7 @@ def test_shared_torso_has_one_torso_feeding_both_heads():
 def test_dense_matches_flax_dense_in_value_and_gradient(rows, dtype):
     import flax.linen as nn
 
-    from jaxrl.networks import Dense
+    from jaxrl.core.networks import Dense
 
     init = nn.initializers.lecun_normal()
     ours, theirs = Dense(16, kernel_init=init, dtype=dtype), nn.Dense(16, kernel_init=init, dtype=dtype)
@@ -80,7 +80,7 @@ def test_dense_matches_flax_dense_in_value_and_gradient(rows, dtype):
 
 
 def test_noise_sampling_draws_from_the_policy():
-    from jaxrl.networks import noise, sample_with
+    from jaxrl.core.networks import noise, sample_with
 
     logits = jnp.log(jnp.array([0.1, 0.6, 0.3]))
     draws = noise(jax.random.key(0), (20000,), 3, continuous=False)
@@ -93,7 +93,7 @@ def test_noise_sampling_draws_from_the_policy():
 
 
 def test_log_prob_and_entropy_against_hand_computed_numbers():
-    from jaxrl.networks import entropy, log_prob
+    from jaxrl.core.networks import entropy, log_prob
 
     # Diagonal Gaussian, mean (0, 1), std (1, 2), action (1, 0): z = (1, -0.5), so
     # log p = -0.5 * (1 + 0.25) - log 2 - 2 * 0.5 * log(2 pi); entropy = log 1 + log 2 + 2 * 0.5 * log(2 pi e).
@@ -120,7 +120,7 @@ def test_log_prob_and_entropy_against_hand_computed_numbers():
 
 
 def test_layer_norm_normalizes_each_hidden_layer_before_its_activation():
-    from jaxrl.networks import QNetwork, Torso
+    from jaxrl.core.networks import QNetwork, Torso
 
     obs = jax.random.normal(jax.random.key(0), (8, 12)) * 50 + 7  # far from zero mean, unit scale
     torso = Torso("mlp", (32, 16), (), "relu", layer_norm=True)

@@ -7,12 +7,12 @@ import numpy as np
 import pytest
 
 import envs
-from jaxrl import losses
 from jaxrl.algos.ppo import PPO, ObsStats, PPOConfig
-from jaxrl.cli_config import compose_config
-from jaxrl.config import TrainConfig, make_env
-from jaxrl.driver import Program
-from jaxrl.loop import make_train
+from jaxrl.config.compose import compose_config
+from jaxrl.config.schema import TrainConfig, make_env
+from jaxrl.core import losses
+from jaxrl.core.loop import make_train
+from jaxrl.run.driver import Program
 from tests.conftest import count_traces, env_config, train_run
 
 

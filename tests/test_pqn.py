@@ -7,9 +7,9 @@ import numpy as np
 import pytest
 
 import jaxrl
-from jaxrl import losses
 from jaxrl.algos.pqn import PQN, PQNConfig
-from jaxrl.config import TrainConfig, make_env
+from jaxrl.config.schema import TrainConfig, make_env
+from jaxrl.core import losses
 from tests.conftest import count_traces, env_config, three_chunks
 
 

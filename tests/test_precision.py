@@ -12,11 +12,11 @@ import pytest
 
 import jaxrl
 from jaxrl.algos.ppo import PPO
-from jaxrl.cli_config import compose_config
-from jaxrl.config import make_env
-from jaxrl.driver import Hook, Program
-from jaxrl.networks import ActorCritic, QNetwork
-from jaxrl.precision import matmul_precision
+from jaxrl.config.compose import compose_config
+from jaxrl.config.schema import make_env
+from jaxrl.core.networks import ActorCritic, QNetwork
+from jaxrl.core.precision import matmul_precision
+from jaxrl.run.driver import Hook, Program
 from jaxrl.train import main as train_main
 
 MATMULS = ("dot_general", "conv_general_dilated")

@@ -8,9 +8,9 @@ import pytest
 
 import envs
 import jaxrl
-from jaxrl import networks, rollout
 from jaxrl.algos.ppo import PPO, PPOConfig
-from jaxrl.config import TrainConfig
+from jaxrl.config.schema import TrainConfig
+from jaxrl.core import networks, rollout
 from tests.conftest import count_traces, env_config, three_chunks
 
 

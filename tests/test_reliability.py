@@ -123,8 +123,8 @@ def test_overwrite_never_moves_the_current_directory(finished, tmp_path, monkeyp
 
 
 def test_two_starts_cannot_both_claim_a_run_dir(tmp_path):
-    from jaxrl.config import ConfigError
-    from jaxrl.rundir import claim
+    from jaxrl.config.schema import ConfigError
+    from jaxrl.run.rundir import claim
 
     claim(tmp_path, "first: 1\n")
     with pytest.raises(ConfigError, match="was just taken by another run"):
@@ -196,7 +196,7 @@ def test_an_apple_reward_that_overflows_the_return_reaches_the_guard(tmp_path, c
 
 def poison_before_chunk(chunk: int):
     """A hook that makes every parameter NaN before the chunk of that (1-based) index runs."""
-    from jaxrl.driver import Hook
+    from jaxrl.run.driver import Hook
 
     class Poison(Hook):
         seen = 0
@@ -247,7 +247,7 @@ def failing_writes(monkeypatch, fail) -> list[int]:
     """Make checkpoint writes of the steps `fail(step)` picks raise ENOSPC; returns the steps tried."""
     import errno
 
-    from jaxrl.checkpoint import Checkpointer
+    from jaxrl.run.checkpoint import Checkpointer
 
     tried: list[int] = []
     original = Checkpointer._write
@@ -310,8 +310,8 @@ def test_a_full_disk_is_survived_and_reported(tmp_path):
 
 
 def test_a_checkpoint_of_another_run_is_never_replaced(tmp_path):
-    from jaxrl.checkpoint import Checkpointer
     from jaxrl.errors import SaveError
+    from jaxrl.run.checkpoint import Checkpointer
 
     runner = {"w": jnp.ones(3)}
     theirs = Checkpointer(tmp_path, run_id="theirs")
@@ -392,16 +392,16 @@ def test_vmap_over_envs_equals_separate_single_env_runs(name, settings):
 def test_vmap_over_seeds_equals_separate_runs(algo):
     from conftest import env_config
 
-    from jaxrl.algorithm import get
-    from jaxrl.config import TrainConfig, make_env
-    from jaxrl.driver import Program
+    from jaxrl.algos.base import get
+    from jaxrl.config.schema import TrainConfig, make_env
+    from jaxrl.run.driver import Program
 
     spec = get(algo)
     small = {"num_steps": 16, "num_minibatches": 2} if algo == "ppo" else {"buffer_size": 256, "learning_starts": 64}
     cfg = TrainConfig(env=env_config("CartPole-v1"), algo=spec.config(**small), num_envs=4, total_timesteps=1024)
     program = Program(cfg, *make_env(cfg))
     algo_ = program.algo
-    from jaxrl.loop import make_train
+    from jaxrl.core.loop import make_train
 
     train = make_train(algo_)
     keys = jax.random.split(jax.random.key(0), 3)
@@ -446,9 +446,9 @@ def test_a_run_of_1e11_env_steps_fits_its_counters():
     """1e11 env steps per seed: accepted when the updates fit the int32 update counter (the algorithms' env-step
     figures are float32 or exact integer arithmetic on it: tests/test_dqn.py, tests/test_ppo.py), refused with one
     line when they would not."""
-    from jaxrl.cli_config import compose_config
-    from jaxrl.config import ConfigError, make_env
-    from jaxrl.driver import Program
+    from jaxrl.config.compose import compose_config
+    from jaxrl.config.schema import ConfigError, make_env
+    from jaxrl.run.driver import Program
 
     cfg, _ = compose_config(["env=snake", "total_timesteps=1e11"])
     program = Program(cfg, *make_env(cfg))

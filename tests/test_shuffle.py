@@ -1,10 +1,10 @@
-"""Minibatch shuffles: valid, independent, uniform permutations (jaxrl/shuffle.py)."""
+"""Minibatch shuffles: valid, independent, uniform permutations (jaxrl/core/shuffle.py)."""
 
 import jax
 import numpy as np
 import pytest
 
-from jaxrl import shuffle
+from jaxrl.core import shuffle
 
 
 @pytest.mark.parametrize("n", [1, 2, 7, 512, 3000, 16384])

@@ -1,4 +1,4 @@
-"""Sweeps as one program (`jaxrl.sweep`): members ride the seed axis with traced hyperparameters.
+"""Sweeps as one program (`jaxrl.scale.sweep`): members ride the seed axis with traced hyperparameters.
 
 Each member must train exactly as a separate run with its settings and the same seed (float
 leaves within rounding: a vmap batches the matmuls), the whole sweep must compile once, and the
@@ -16,10 +16,11 @@ import pytest
 
 import envs
 import jaxrl
-from jaxrl import algorithm
-from jaxrl.config import TrainConfig, validate
-from jaxrl.driver import Program
-from jaxrl.sweep import Sweep, flatten, parse
+from jaxrl.algos import base
+from jaxrl.config.schema import TrainConfig
+from jaxrl.config.validate import validate
+from jaxrl.run.driver import Program
+from jaxrl.scale.sweep import Sweep, flatten, parse
 from jaxrl.train import main as train_main
 from tests.conftest import count_traces, env_config
 from tests.multi_device import difference
@@ -32,7 +33,7 @@ def test_flatten_and_grid_order():
     assert flatten({"algo": {"lr": [1, 2]}, "env.reward_apple": [3]}) == {"algo.lr": [1, 2], "env.reward_apple": [3]}
     cfg = TrainConfig(
         env=env_config("snake"),
-        algo=algorithm.get("ppo").config(),
+        algo=base.get("ppo").config(),
         sweep={"algo": {"lr": [1e-4, 1e-3], "gamma": [0.9, 0.95, 0.99]}, "env": {"reward_death": [-1]}},
     )
     sweep = parse(cfg)
@@ -50,7 +51,7 @@ def test_every_float_setting_of_every_algorithm_traces_as_a_sweep(name):
     """Every float field a sweep accepts is a traced value in the compiled chunk: nothing in the
     algorithm's constructor or math may branch on it in Python."""
     algo_name = name.split("_")[0]
-    algo = algorithm.get(algo_name).config()
+    algo = base.get(algo_name).config()
     if name == "ppo_gru":
         algo = dataclasses.replace(algo, network="gru", rnn_hidden=8)
     if algo_name == "dqn":
@@ -106,7 +107,7 @@ def test_a_sweep_compiles_one_chunk_program(monkeypatch):
     traces = count_traces(monkeypatch)
     cfg = TrainConfig(
         env=env_config("CartPole-v1"),
-        algo=algorithm.get("ppo").config(),
+        algo=base.get("ppo").config(),
         num_envs=4,
         num_seeds=2,
         total_timesteps=4 * 128 * 7,

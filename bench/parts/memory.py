@@ -30,9 +30,9 @@ def nbytes(tree: Any) -> int:
 
 
 def measure(algo: str, n: int, accelerator: bool) -> dict[str, Any]:
-    from jaxrl.cli_config import compose_config
-    from jaxrl.config import make_env
-    from jaxrl.driver import Program
+    from jaxrl.config.compose import compose_config
+    from jaxrl.config.schema import make_env
+    from jaxrl.run.driver import Program
 
     cfg, _ = compose_config(["env=snake", f"algo={algo}", f"num_envs={n}", "progress=false"])
     env, params = make_env(cfg)

@@ -27,9 +27,9 @@ TITLE = "End-to-end training steps/s against num_envs"
 
 def program_sps(overrides: list[str], target_steps: int) -> dict[str, Any]:
     """Steps/s of one timed chunk of updates (about `target_steps` env steps) of a config."""
-    from jaxrl.cli_config import compose_config
-    from jaxrl.config import make_env
-    from jaxrl.driver import Program
+    from jaxrl.config.compose import compose_config
+    from jaxrl.config.schema import make_env
+    from jaxrl.run.driver import Program
 
     cfg, _ = compose_config([*overrides, "progress=false"])
     env, params = make_env(cfg)

@@ -1,1 +1,1 @@
-"""Learning algorithms, one module each; every module here registers itself (see `jaxrl.algorithm`)."""
+"""Learning algorithms, one module each; every module here registers itself (see `jaxrl.algos.base`)."""

@@ -1,8 +1,8 @@
-"""DQN: acting, replay insertion, sampling and gradient steps as one update of the core loop (`jaxrl.loop`).
+"""DQN: acting, replay insertion, sampling and gradient steps as one update of the core loop (`jaxrl.core.loop`).
 
 `DQN(cfg, env, env_params)` holds the static pieces (Q-network, optimizer, replay layout).
 One update steps every env `vector_steps` times with an epsilon-greedy policy, writes each vector step into the
-on-device replay buffer (`jaxrl.replay`), then takes `gradient_steps` gradient steps on
+on-device replay buffer (`jaxrl.core.replay`), then takes `gradient_steps` gradient steps on
 uniformly sampled n-step transitions (double DQN, Huber loss), and moves the target network
 when an interval of `target_update_interval` env steps is crossed.
 """
@@ -19,13 +19,14 @@ import optax
 from flax import struct
 from gymnax.environments import spaces
 
-from jaxrl import networks, rollout
-from jaxrl.algorithm import Allocation, register
-from jaxrl.config import ConfigError, TrainConfig, agents_per_world, env_groups, float32, in_range, positive
-from jaxrl.precision import compute_dtype
-from jaxrl.replay import Batch, ReplayBuffer, ReplayState
-from jaxrl.stats import UpdateStats, all_finite, global_norm
-from jaxrl.vector import VectorEnv
+from jaxrl.algos.base import Allocation, register
+from jaxrl.config.schema import ConfigError, TrainConfig, agents_per_world, env_groups, float32
+from jaxrl.config.validate import in_range, positive
+from jaxrl.core import networks, rollout
+from jaxrl.core.precision import compute_dtype
+from jaxrl.core.replay import Batch, ReplayBuffer, ReplayState
+from jaxrl.core.stats import UpdateStats, all_finite, global_norm
+from jaxrl.core.vector import VectorEnv
 
 
 @dataclass
@@ -214,7 +215,7 @@ class DQN:
         self.num_actions, self.obs_shape = self.network.num_actions, tuple(obs_space.shape)
         self.vector_steps, self.gradient_steps = schedule(cfg.num_envs, self.algo.train_freq, self.algo.gradient_steps)
         self.buffer = ReplayBuffer.for_space(self.algo.buffer_size, self.vec.streams, obs_space)
-        self.groups = env_groups(cfg)  # env groups that sample their own replay columns (jaxrl.groups)
+        self.groups = env_groups(cfg)  # env groups that sample their own replay columns (jaxrl.core.groups)
         self.optimizer = self.optimizer_with(self.algo.lr)  # its state; each step runs at `learning_rate`
 
     # -- derived sizes -----------------------------------------------------------------------

@@ -1,4 +1,4 @@
-"""PPO: rollout, GAE and all epochs x minibatches of SGD as one update of the core loop (`jaxrl.loop`).
+"""PPO: rollout, GAE and all epochs x minibatches of SGD as one update of the core loop (`jaxrl.core.loop`).
 
 `PPO(cfg, env, env_params)` holds the static pieces: network, optimizer and derived sizes.
 `init(key)` builds a `PPORunner`, `update(runner)` collects one rollout and learns from it.
@@ -21,13 +21,14 @@ import optax
 from flax import struct
 from gymnax.environments import spaces
 
-from jaxrl import groups, losses, networks, rollout, shuffle
-from jaxrl.algorithm import Allocation, register
-from jaxrl.config import ConfigError, TrainConfig, agents_per_world, env_groups, in_range, non_negative, positive
-from jaxrl.precision import compute_dtype
-from jaxrl.replay import ObsCodec
-from jaxrl.stats import UpdateStats, all_finite, global_norm
-from jaxrl.vector import VectorEnv
+from jaxrl.algos.base import Allocation, register
+from jaxrl.config.schema import ConfigError, TrainConfig, agents_per_world, env_groups
+from jaxrl.config.validate import in_range, non_negative, positive
+from jaxrl.core import groups, losses, networks, rollout, shuffle
+from jaxrl.core.precision import compute_dtype
+from jaxrl.core.replay import ObsCodec
+from jaxrl.core.stats import UpdateStats, all_finite, global_norm
+from jaxrl.core.vector import VectorEnv
 
 
 @dataclass
@@ -220,7 +221,7 @@ class Transition:
 
 def group_permutations(key: jax.Array, n: int, count: int, num_groups: int) -> jax.Array:
     """(count, groups, n / groups): `count` random permutations of each env group's n / groups items
-    (`jaxrl.groups`); with one group, `shuffle.permutations(key, n, count)` itself."""
+    (`jaxrl.core.groups`); with one group, `shuffle.permutations(key, n, count)` itself."""
     if num_groups == 1:
         return shuffle.permutations(key, n, count)[:, None]
     draw = lambda k: shuffle.permutations(k, n // num_groups, count)
@@ -289,7 +290,7 @@ class PPO:
         # 10x10x3 board instead of 300, unpacked per minibatch where the network reads them.
         self.obs_codec = ObsCodec.for_space(self.vec.observation_space(env_params))
         self.horizon = horizon(self.algo)
-        self.groups = env_groups(cfg)  # env groups that shuffle on their own (jaxrl.groups)
+        self.groups = env_groups(cfg)  # env groups that shuffle on their own (jaxrl.core.groups)
         if self.recurrent:
             self.num_sequences, self.num_minibatches = sequences(cfg)
         else:
@@ -539,7 +540,7 @@ class PPO:
         """`data` = (trajectory, advantages, targets, memory) as collected, (num_steps, streams, ...), cut into
         minibatches with a leading minibatch axis; `perm` is (env groups, what one group shuffles).
 
-        Each env group (`jaxrl.groups`) shuffles its own streams' data in the order of its row of `perm`,
+        Each env group (`jaxrl.core.groups`) shuffles its own streams' data in the order of its row of `perm`,
         and minibatch i is every group's i-th part side by side. Feed-forward: transitions; memory None.
         Recurrent: whole BPTT sequences, time order kept inside each; memory is (start carries
         (pieces, streams, ...), resets (num_steps, streams)) and becomes (start carries (sequences, ...),

@@ -17,14 +17,15 @@ import jax.numpy as jnp
 import optax
 from flax import struct
 
-from jaxrl import groups, losses, rollout
-from jaxrl.algorithm import Allocation, register
+from jaxrl.algos.base import Allocation, register
 from jaxrl.algos.dqn import feed_forward_only, linear_epsilon, q_network
 from jaxrl.algos.ppo import epoch_rates, group_permutations, values_where
-from jaxrl.config import ConfigError, TrainConfig, agents_per_world, env_groups, in_range, positive
-from jaxrl.replay import ObsCodec
-from jaxrl.stats import UpdateStats, all_finite, global_norm
-from jaxrl.vector import VectorEnv
+from jaxrl.config.schema import ConfigError, TrainConfig, agents_per_world, env_groups
+from jaxrl.config.validate import in_range, positive
+from jaxrl.core import groups, losses, rollout
+from jaxrl.core.replay import ObsCodec
+from jaxrl.core.stats import UpdateStats, all_finite, global_norm
+from jaxrl.core.vector import VectorEnv
 
 
 @dataclass
@@ -106,7 +107,7 @@ class PQN:
         self.num_actions, self.obs_shape = self.network.num_actions, tuple(obs_space.shape)
         self.obs_codec = ObsCodec.for_space(obs_space)
         self.num_minibatches = self.algo.num_minibatches * agents_per_world(cfg)
-        self.groups = env_groups(cfg)  # env groups that shuffle on their own (jaxrl.groups)
+        self.groups = env_groups(cfg)  # env groups that shuffle on their own (jaxrl.core.groups)
         self.optimizer = self.optimizer_with(self.algo.lr)
 
     # -- derived sizes -------------------------------------------------------------------------
@@ -237,7 +238,7 @@ class PQN:
     def epoch(self, carry, perm: jax.Array, lrs: jax.Array, data):
         """One pass over the rollout in minibatches of transitions; `perm` is (env groups, transitions
         per group): each group shuffles its own streams' steps, and minibatch i is every group's
-        i-th part side by side (`jaxrl.groups`)."""
+        i-th part side by side (`jaxrl.core.groups`)."""
 
         def split(x: jax.Array, perm: jax.Array) -> jax.Array:
             x = x.reshape((-1,) + x.shape[2:])[perm]

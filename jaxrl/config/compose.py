@@ -5,7 +5,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from jaxrl.config import ConfigError, TrainConfig, validate
+from jaxrl.config.schema import ConfigError, TrainConfig
+from jaxrl.config.validate import validate
 
 PRESETS = ("fast", "heavy", "beast")
 DEFAULT_ENV = "snake"  # configs/config.yaml's env default
@@ -16,7 +17,7 @@ def _register(env_name: str) -> None:
     from hydra.core.config_store import ConfigStore
 
     import envs
-    from jaxrl.algorithm import algorithms
+    from jaxrl.algos.base import algorithms
 
     cs = ConfigStore.instance()
     cs.store(name="base_config", node=TrainConfig)
@@ -122,8 +123,8 @@ def compose_config(overrides: list[str]) -> tuple[TrainConfig, Any]:
     from hydra.core.global_hydra import GlobalHydra
     from omegaconf import OmegaConf
 
-    from jaxrl.algorithm import algorithms
-    from jaxrl.config import ConfigError
+    from jaxrl.algos.base import algorithms
+    from jaxrl.config.schema import ConfigError
 
     for item in overrides:
         if "=" not in item:
@@ -180,8 +181,8 @@ def resume_config(run_dir, overrides: list[str], flag: str = "resume") -> tuple[
 
     from omegaconf import OmegaConf
 
-    from jaxrl.algorithm import get as get_algorithm
-    from jaxrl.config import ConfigError
+    from jaxrl.algos.base import get as get_algorithm
+    from jaxrl.config.schema import ConfigError
 
     run_dir = Path(run_dir)
     if not run_dir.is_dir():

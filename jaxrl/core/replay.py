@@ -21,8 +21,8 @@ import jax
 import jax.numpy as jnp
 from flax import struct
 
-from jaxrl.groups import group_major, merge_groups
-from jaxrl.groups import keys as group_keys
+from jaxrl.core.groups import group_major, merge_groups
+from jaxrl.core.groups import keys as group_keys
 
 
 def materialize(tree, token: jax.Array):
@@ -189,7 +189,7 @@ class ReplayBuffer(ObsCodec):
         observation, discounted by gamma^m (m steps summed), and is 0 if it terminated.
         Needs at least n_step filled rows.
 
-        With `groups` > 1 (`jaxrl.groups`) each group of num_envs / groups consecutive env columns
+        With `groups` > 1 (`jaxrl.core.groups`) each group of num_envs / groups consecutive env columns
         gives batch_size / groups of the transitions, drawn from its own columns with its own key,
         so a device holding a group's columns samples them without reading another's.
         """

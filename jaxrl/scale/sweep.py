@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from jaxrl.config import ConfigError, TrainConfig, float32
+from jaxrl.config.schema import ConfigError, TrainConfig, float32
 
 GROUPS = ("algo", "env")
 
@@ -164,19 +164,6 @@ def member_config(cfg: TrainConfig, sweep: Sweep, member: int) -> TrainConfig:
     )
 
 
-def validate(cfg: TrainConfig) -> Sweep:
-    """The sweep, every member's config checked as a run of its own; ConfigError naming the first bad one."""
-    from jaxrl.config import validate as validate_config
-
-    sweep = parse(cfg)
-    for m in range(sweep.size if sweep.keys else 0):
-        try:  # as a run on its own (the seed axis's devices split members and seeds together)
-            validate_config(dataclasses.replace(member_config(cfg, sweep, m), seed_devices=1))
-        except ConfigError as e:
-            raise ConfigError(f"sweep member {m} ({sweep.label(m)}): {e}") from None
-    return sweep
-
-
 def member_env_params(cfg: TrainConfig, sweep: Sweep, base: Any) -> tuple[Any, tuple[str, ...]]:
     """(env params of every entry of the seed axis (members * num_seeds, ...), the fields that differ
     among members), or (None, ()) when every member's envs start with `base`.
@@ -186,8 +173,8 @@ def member_env_params(cfg: TrainConfig, sweep: Sweep, base: Any) -> tuple[Any, t
     """
     import jax
 
-    from jaxrl.config import make_env
-    from jaxrl.curriculum import traced
+    from jaxrl.config.curriculum import traced
+    from jaxrl.config.schema import make_env
 
     if not sweep.keys:  # no sweep: nothing to build
         return None, ()

@@ -1,7 +1,7 @@
 """The envs a learner steps, as one record in its runner, and the one vector step every algorithm uses.
 
 `Streams` holds the env states, the current observation, the policy carry and the running
-episode sums of every stream (one stream per agent of every world, see `jaxrl.vector`).
+episode sums of every stream (one stream per agent of every world, see `jaxrl.core.vector`).
 `step` applies actions, advances the episode sums and resets the carry of streams whose
 episode ended; an algorithm adds only what it stores (PPO: log-probs and values; DQN: a replay write).
 """
@@ -14,9 +14,9 @@ import jax
 import jax.numpy as jnp
 from flax import struct
 
-from jaxrl.curriculum import traced
-from jaxrl.stats import EpisodeStats, episode_step
-from jaxrl.vector import VectorEnv
+from jaxrl.config.curriculum import traced
+from jaxrl.core.stats import EpisodeStats, episode_step
+from jaxrl.core.vector import VectorEnv
 
 
 @struct.dataclass

@@ -16,9 +16,9 @@ from typing import Any, Self
 import jax
 import numpy as np
 
-from jaxrl import stats as episode
-from jaxrl.driver import Chunk, Hook, Plan, RunContext
-from jaxrl.sweep import settings_label
+from jaxrl.core import stats as episode
+from jaxrl.run.driver import Chunk, Hook, Plan, RunContext
+from jaxrl.scale.sweep import settings_label
 
 
 def nanmean(values: np.ndarray) -> float:
@@ -87,8 +87,8 @@ class MetricsHook(Hook):
     def start(self, ctx: RunContext) -> None:
         from omegaconf import OmegaConf
 
-        from jaxrl.config import logger_names
-        from jaxrl.runlog import MetricsCSV, Progress, open_loggers
+        from jaxrl.config.schema import logger_names
+        from jaxrl.run.loggers import MetricsCSV, Progress, open_loggers
 
         total = ctx.program.num_updates * ctx.program.steps_per_update
         self.progress = Progress(total, ctx.cfg.progress, start=ctx.env_steps, seeds=ctx.program.population)
@@ -131,8 +131,8 @@ def checkpoint_meta(ctx: RunContext) -> dict[str, Any]:
     """What a checkpoint saves beside the state: progress, config, env and versions."""
     from omegaconf import OmegaConf
 
-    from jaxrl.checkpoint import versions
-    from jaxrl.config import env_settings
+    from jaxrl.config.schema import env_settings
+    from jaxrl.run.checkpoint import versions
 
     cfg = ctx.cfg
     return {
@@ -173,7 +173,7 @@ class CheckpointHook(Hook):
         )
 
     def needs_runner(self, ctx: RunContext, done_updates: int) -> bool:
-        from jaxrl.distributed import any_process
+        from jaxrl.scale.distributed import any_process
 
         # Decided once per chunk, and by every process of a distributed run together (a save is collective).
         self.saving = any_process(self.due(ctx, done_updates * ctx.program.steps_per_update))
@@ -183,7 +183,7 @@ class CheckpointHook(Hook):
         """Record a finished write: the new last good checkpoint, or a failure (warned; SaveError when nothing
         can be written to the run directory any more)."""
         from jaxrl.errors import SaveError
-        from jaxrl.rundir import check_writable
+        from jaxrl.run.rundir import check_writable
 
         if outcome.path is not None:
             ctx.saved = outcome.path
@@ -237,7 +237,7 @@ class StopSignal:
         return self
 
     def _handle(self, signum: int, frame: Any) -> None:
-        from jaxrl.distributed import process_count
+        from jaxrl.scale.distributed import process_count
 
         if self.ctx.stop_signals:
             raise KeyboardInterrupt
@@ -344,7 +344,7 @@ class SummaryHook(Hook):
     """At the end: summary.json, learning_curve.png and the closing lines."""
 
     def end(self, ctx: RunContext, runner: Any) -> None:
-        from jaxrl.runlog import plot_learning_curve, write_json
+        from jaxrl.run.loggers import plot_learning_curve, write_json
 
         summary = summarize(ctx)
         curve = ctx.run_dir / "learning_curve.png"

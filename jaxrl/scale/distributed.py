@@ -7,7 +7,7 @@ over it as on one host; XLA's collectives (NCCL on GPUs, gloo on CPUs) carry the
 all-reduce. Where the processes must take the same host-side decision (is a checkpoint due, was a
 stop requested, did a check fail), `gather_text` exchanges it through jax's coordination service.
 Only process 0 writes logs, metrics and the summary; every process takes part in a checkpoint
-(orbax writes each process's shards, `jaxrl.checkpoint`).
+(orbax writes each process's shards, `jaxrl.run.checkpoint`).
 
 The coordinator's address, the process count and this process's index come from the config
 (`coordinator_address`, `num_processes`, `process_id`), else from `JAX_COORDINATOR_ADDRESS`,

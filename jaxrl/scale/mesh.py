@@ -6,7 +6,7 @@ split the seeds, and each row's devices split every seed's env batch. The chunk 
 policy carries and DQN's replay columns along `env`; network parameters, optimizer state and
 keys replicated along `env`. XLA partitions the program from those shardings. Everything per
 env stays on its device (the env step, the rollout, GAE and Q(lambda) over time, each env
-group's shuffle or replay sample: `jaxrl.groups`), and what reduces over the batch (the
+group's shuffle or replay sample: `jaxrl.core.groups`), and what reduces over the batch (the
 minibatch loss, and so its gradient, advantage normalization, episode sums) becomes an
 all-reduce across `env`. So N devices train exactly like one device holding N times the envs in
 N env groups, which is what `env_groups` reproduces on one device.
@@ -20,7 +20,7 @@ from typing import Any
 import jax
 import numpy as np
 
-from jaxrl.config import ConfigError, TrainConfig
+from jaxrl.config.schema import ConfigError, TrainConfig
 
 SEED, ENV = "seed", "env"  # the mesh's axis names
 

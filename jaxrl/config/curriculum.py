@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from jaxrl.config import ConfigError
+from jaxrl.errors import ConfigError
 
 
 @dataclasses.dataclass(frozen=True)

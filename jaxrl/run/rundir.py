@@ -13,7 +13,7 @@ import uuid
 from datetime import datetime
 from pathlib import Path
 
-from jaxrl.config import ConfigError
+from jaxrl.config.schema import ConfigError
 
 RUN_FILES = ("config.yaml", "metrics.csv", "summary.json", "checkpoints")  # any of them marks a run
 

@@ -95,7 +95,7 @@ def use_persistent_cache(path: str) -> Path:
     import jax
     from jax.experimental.compilation_cache import compilation_cache
 
-    from jaxrl.config import ConfigError
+    from jaxrl.config.schema import ConfigError
 
     directory = Path(path).expanduser().resolve()
     try:

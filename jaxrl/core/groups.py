@@ -8,7 +8,7 @@ not of its layout: `env_groups=4` on one device computes what `devices=4` comput
 float rounding in the reductions), which is what lets a sharded run be checked against one device.
 
 One group is the plain whole-batch shuffle: these helpers then call the function as it is, with
-no vmap (a vmap of size 1 would batch every gather, see `jaxrl.driver.over_seeds`).
+no vmap (a vmap of size 1 would batch every gather, see `jaxrl.run.driver.over_seeds`).
 """
 
 from __future__ import annotations
@@ -57,7 +57,7 @@ def keys(key: jax.Array, groups: int) -> jax.Array:
 def check_split(groups: int, total: int, parts: int, what: str) -> None:
     """ConfigError unless each group's share of `total` `what` splits into `parts` equal minibatches
     (or samples): a minibatch is every group's part side by side."""
-    from jaxrl.config import ConfigError
+    from jaxrl.config.schema import ConfigError
 
     if groups > 1 and (total // groups) % parts:
         raise ConfigError(

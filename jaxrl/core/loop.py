@@ -13,8 +13,8 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 
-from jaxrl.algorithm import Algorithm
-from jaxrl.stats import UpdateStats
+from jaxrl.algos.base import Algorithm
+from jaxrl.core.stats import UpdateStats
 
 Update = Callable[[Any], tuple[Any, UpdateStats]]
 

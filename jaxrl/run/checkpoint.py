@@ -27,10 +27,10 @@ from typing import Any, NamedTuple
 import jax
 import numpy as np
 
-from jaxrl.config import ConfigError
+from jaxrl.config.schema import ConfigError
 from jaxrl.errors import SaveError
 
-FORMAT = 2  # 2: runners hold their envs as one `Streams` record (jaxrl.rollout)
+FORMAT = 2  # 2: runners hold their envs as one `Streams` record (jaxrl.core.rollout)
 
 
 class CheckpointError(ConfigError):
@@ -160,7 +160,7 @@ class Checkpointer:
         free = shutil.disk_usage(self.directory).free
         short = free < needed
         if self.multihost:  # every process writes or none does: orbax's save is collective
-            from jaxrl.distributed import any_process
+            from jaxrl.scale.distributed import any_process
 
             short = any_process(short)
         if short:
@@ -194,7 +194,7 @@ class Checkpointer:
                 f"checkpoint {self.path(step)} belongs to another run (run id {owner}); it is not replaced"
                 " (do two runs write to this run_dir?)"
             )
-        from jaxrl.distributed import barrier, is_primary
+        from jaxrl.scale.distributed import barrier, is_primary
 
         stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
         if is_primary():

@@ -30,7 +30,7 @@ class MetricsCSV:
                 with open(path, newline="") as f:
                     self._kept = [r for r in csv.DictReader(f) if float(r["env_steps"]) <= keep_until]
             except (OSError, UnicodeDecodeError, KeyError, ValueError, TypeError, csv.Error) as e:
-                from jaxrl.rundir import keep_previous
+                from jaxrl.run.rundir import keep_previous
 
                 kept = keep_previous(path)  # unreadable: kept as it is, the resumed run starts a new file
                 print(f"warning: {path} is damaged ({type(e).__name__}); kept as {kept}", file=sys.stderr, flush=True)

@@ -16,7 +16,7 @@ from typing import Any, Protocol, runtime_checkable
 
 import jax
 
-from jaxrl.stats import UpdateStats
+from jaxrl.core.stats import UpdateStats
 
 # (params, carry, obs, key) -> (carry, action): obs and the carry have a leading batch axis
 # (one row per stream); `carry` is None for feed-forward networks.
@@ -36,11 +36,11 @@ class Allocation:
 class Algorithm(Protocol):
     """One algorithm's math on a runner pytree (one seed; the core vmaps seeds and scans updates).
 
-    A runner is a `flax.struct` dataclass with at least `envs: jaxrl.rollout.Streams` and
+    A runner is a `flax.struct` dataclass with at least `envs: jaxrl.core.rollout.Streams` and
     `update: jax.Array` (updates done); the rest (parameters, optimizer state, replay, keys)
     is the algorithm's own.
 
-    A sweep (`jaxrl.sweep`) builds the algorithm again inside the traced program from a config
+    A sweep (`jaxrl.scale.sweep`) builds the algorithm again inside the traced program from a config
     whose swept float fields are traced scalars: the constructor and the math must treat those
     fields as numbers (no Python `if` or `max` on them), which the sweep tests check for every
     float field of every registered algorithm.

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from jaxrl.config import ConfigError
+from jaxrl.config.schema import ConfigError
 
 # jax platform names behind each device= choice: jax-mps registers "mps", Apple's metal-pjrt-plugin
 # "mtl", the abandoned jax-metal "METAL".

@@ -1,7 +1,7 @@
 """The run driver: compile-and-step (`Program`), the host loop, and the run's host-side state.
 
 `Program` compiles one chunk of updates for every seed once; `host_loop` calls it chunk by
-chunk and hands each chunk to the hooks (`jaxrl.hooks`: curriculum, metrics, checkpoints,
+chunk and hands each chunk to the hooks (`jaxrl.run.hooks`: curriculum, metrics, checkpoints,
 stop signal, summary), which do every host job. The loop itself does nothing else.
 """
 
@@ -17,14 +17,16 @@ from typing import Any
 import jax
 import numpy as np
 
-from jaxrl import algorithm, loop
-from jaxrl.compiling import compile_aside, compile_jit
-from jaxrl.config import INT32_MAX, ConfigError, TrainConfig, agents_per_world
-from jaxrl.distributed import any_process
+from envs.base import INT32_MAX
+from jaxrl.algos import base
+from jaxrl.config.schema import ConfigError, TrainConfig, agents_per_world
+from jaxrl.core import loop
+from jaxrl.core.precision import with_matmul_precision
+from jaxrl.core.stats import UpdateStats, all_finite
 from jaxrl.errors import NonFiniteError
-from jaxrl.mesh import put
-from jaxrl.precision import with_matmul_precision
-from jaxrl.stats import UpdateStats, all_finite
+from jaxrl.run.compiling import compile_aside, compile_jit
+from jaxrl.scale.distributed import any_process
+from jaxrl.scale.mesh import put
 
 
 def over_seeds(fn: Any, num_seeds: int, in_axes: tuple[Any, ...]) -> Any:
@@ -49,23 +51,23 @@ class Program:
     """One algorithm's chunk of `chunk` updates compiled for all seeds, and the calls around it.
 
     The seed axis holds `population` entries: every seed of every sweep member, member-major
-    (`jaxrl.sweep`). A member's swept algorithm values are a traced input of the compiled chunk
+    (`jaxrl.scale.sweep`). A member's swept algorithm values are a traced input of the compiled chunk
     (`hypers`), and its swept env values are the env params its envs start with.
     """
 
     def __init__(self, cfg: TrainConfig, env: Any, env_params: Any, chunk: int | None = None, layout: Any = None):
-        """`layout` (`jaxrl.mesh.layout`): the devices the program is sharded over; None, or one device:
+        """`layout` (`jaxrl.scale.mesh.layout`): the devices the program is sharded over; None, or one device:
         jax's default device, unsharded. `cfg` has its env_groups filled in for the layout."""
-        from jaxrl import sweep as sweeps
+        from jaxrl.scale import sweep as sweeps
 
         if layout is not None:
-            from jaxrl.mesh import resolve
+            from jaxrl.scale.mesh import resolve
 
             cfg = resolve(cfg, layout)
         self.cfg = cfg
         self.layout = layout if layout is not None and layout.size > 1 else None
         self.env, self.env_params = env, env_params
-        self.algo: algorithm.Algorithm = algorithm.get(cfg.algo.name).factory(cfg, env, env_params)
+        self.algo: base.Algorithm = base.get(cfg.algo.name).factory(cfg, env, env_params)
         self.sweep = sweeps.parse(cfg)
         self.population = cfg.num_seeds * self.sweep.size  # entries of the seed axis
         self.hypers = self.sweep.algo_values(cfg.num_seeds)  # {field: (population,) float32}
@@ -96,7 +98,7 @@ class Program:
             self._chunk_fn = jax.jit(chunk_fn, donate_argnums=0)
             self._init_fn = jax.jit(init_fn)
         else:
-            from jaxrl.mesh import runner_shardings, seed_sharding, stats_sharding
+            from jaxrl.scale.mesh import runner_shardings, seed_sharding, stats_sharding
 
             self.shardings = runner_shardings(self.layout, jax.eval_shape(init_fn, *self.init_args()))
             seeds, stats = seed_sharding(self.layout), stats_sharding(self.layout)
@@ -111,7 +113,7 @@ class Program:
             self.chunk_hypers = put(self.hypers, jax.tree.map(lambda _: seeds, self.hypers))
         self._compiled = None
 
-    def algorithm(self, hypers: dict[str, Any] | None = None) -> algorithm.Algorithm:
+    def algorithm(self, hypers: dict[str, Any] | None = None) -> base.Algorithm:
         """The run's algorithm; with swept values (traced inside the program, or one member's numbers)
         the algorithm built from the config with those values set."""
         if not hypers:
@@ -119,7 +121,7 @@ class Program:
         algo_cfg = dataclasses.replace(self.cfg.algo, **hypers)
         swept = dataclasses.replace(self.cfg, algo=algo_cfg)
         with jax.ensure_compile_time_eval():  # what the constructor computes from constants stays concrete
-            return algorithm.get(self.cfg.algo.name).factory(swept, self.env, self.env_params)
+            return base.get(self.cfg.algo.name).factory(swept, self.env, self.env_params)
 
     def member_hypers(self, member: int) -> dict[str, float]:
         """The swept algorithm values of one member, as numbers ({} without an algorithm sweep)."""
@@ -135,14 +137,14 @@ class Program:
         learned = stats.finite if stats.finite is not None else all_finite(stats.learner)
         return runner, stats.replace(finite=learned & all_finite(algo.policy_params(runner)))
 
-    def policy(self, greedy: bool = True, member: int = 0) -> algorithm.PolicyFn:
+    def policy(self, greedy: bool = True, member: int = 0) -> base.PolicyFn:
         """The algorithm's policy (`Algorithm.policy`) with a sweep member's values, traced at the run's matmul
         precision wherever it is jitted."""
         return with_matmul_precision(self.cfg.precision, self.algorithm(self.member_hypers(member)).policy(greedy))
 
     def check_memory(self, device: Any) -> None:
         """ConfigError when the algorithm's large allocations for all seeds exceed the device's free memory."""
-        from jaxrl.devices import check_fits
+        from jaxrl.run.devices import check_fits
 
         share = 1 if self.layout is None else self.layout.size  # each device holds its seeds' and envs' share
         for block in self.algo.memory():
@@ -279,7 +281,7 @@ class RunContext:
     device: Any = None  # the jax device the run uses
     resumed: bool = False
     stop_requested: bool = False  # finish the chunks dispatched, save, end (agreed by every process of a run)
-    stop_signals: int = 0  # Ctrl-Cs this process received (`jaxrl.hooks.StopSignal`)
+    stop_signals: int = 0  # Ctrl-Cs this process received (`jaxrl.run.hooks.StopSignal`)
     saved: Path | None = None  # the last checkpoint written
     interrupted: bool = False
 

@@ -1,5 +1,5 @@
 """Actor-critic networks (MLP, small CNN, or a GRU/LSTM after either) with a categorical or diagonal-Gaussian
-policy head, and Q-networks; float32 parameters, computed in float32 or bfloat16 (`jaxrl.precision`)."""
+policy head, and Q-networks; float32 parameters, computed in float32 or bfloat16 (`jaxrl.core.precision`)."""
 
 from __future__ import annotations
 
@@ -80,7 +80,7 @@ class Dense(nn.Module):
     features: int
     kernel_init: nn.initializers.Initializer
     bias_init: nn.initializers.Initializer = nn.initializers.zeros
-    dtype: Any = jnp.float32  # compute dtype (see `jaxrl.precision`)
+    dtype: Any = jnp.float32  # compute dtype (see `jaxrl.core.precision`)
 
     @nn.compact
     def __call__(self, x: jax.Array) -> jax.Array:

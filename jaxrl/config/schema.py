@@ -1,0 +1,105 @@
+"""Typed run configuration: one dataclass per config group, one doc line per field.
+
+Hydra validates types against these schemas; `jaxrl.config.validate` checks values and relations and
+raises `ConfigError` with one line naming the bad setting and what is allowed.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Any
+
+from jaxrl.errors import ConfigError
+
+DEVICES = ("auto", "cpu", "tpu", "gpu", "metal")
+LOGGERS = ("csv", "tensorboard", "wandb")
+
+
+def logger_names(value: Any) -> tuple[str, ...]:
+    """`logger` as a tuple of names: a name, a list of names, or names joined by commas."""
+    items = value.split(",") if isinstance(value, str) else list(value)
+    return tuple(str(item).strip() for item in items if str(item).strip())
+
+
+@dataclass
+class CheckpointConfig:
+    """When the whole training state is saved (orbax) under <run_dir>/checkpoints/<env steps per seed>."""
+
+    every_steps: int | None = None  # env steps per seed between checkpoints; None: only by time
+    every_minutes: float | None = 10.0  # minutes between checkpoints; None: only by steps
+    keep: int = 3  # newest checkpoints kept (older ones are deleted)
+
+
+@dataclass
+class TrainConfig:
+    """One training run."""
+
+    env: Any = None  # env group: snake or any gymnax id
+    algo: Any = None  # algo group: ppo | dqn
+    seed: int = 0  # base seed; seed i of num_seeds uses fold_in(seed, i)
+    num_seeds: int = 1  # independent agents trained side by side in one program (a vmap axis)
+    sweep: dict[str, Any] = field(default_factory=dict)  # {algo: {lr: [1e-4, 3e-4]}}: members trained beside the seeds
+    num_envs: int = 4  # parallel envs per seed
+    total_timesteps: float = 5e5  # env steps per seed (accepts 2e6), rounded down to whole updates
+    num_chunks: int = 50  # host round-trips over the run: progress lines and metrics rows
+    run_dir: str | None = None  # where outputs go; default runs/<env>-<algo>-<time>
+    overwrite: bool = False  # start anyway in a run_dir that holds a run: the old run is moved aside, not deleted
+    device: str = "auto"  # auto | cpu | tpu | gpu | metal
+    devices: Any = 1  # local devices of that platform the run shards over: a number or all
+    seed_devices: int = 1  # of those devices, how many split the seeds (the rest split each seed's envs)
+    env_groups: int | None = None  # env groups that shuffle and sample alone; default: devices along env
+    distributed: bool = False  # one run over several processes (hosts): jax.distributed.initialize(), devices=all
+    coordinator_address: str | None = None  # HOST:PORT of process 0; default JAX_COORDINATOR_ADDRESS, or the cluster's
+    num_processes: int | None = None  # processes in the run; default JAX_NUM_PROCESSES, or the cluster's (SLURM)
+    process_id: int | None = None  # this process's index; default JAX_PROCESS_ID, or the cluster's (SLURM_PROCID)
+    precision: str = "fp32"  # fp32 | tf32 (TensorFloat-32 matmuls) | bf16 (bfloat16 network, float32 params)
+    compile_cache: str | None = None  # jax's persistent compilation cache dir: a second start skips compiling
+    progress: bool = True  # live progress line on a terminal (plain lines otherwise)
+    checkpoint: CheckpointConfig = field(default_factory=CheckpointConfig)  # when to save (always at the end)
+    curriculum: list[Any] = field(default_factory=list)  # phases [{steps: 1e6, <EnvParams field>: value}, ...]
+    logger: Any = "csv"  # csv (always written) | tensorboard | wandb, or a list: [tensorboard,wandb]
+    wandb_project: str = "jaxrl"  # Weights & Biases project (WANDB_MODE=offline is honoured)
+
+
+def float32(value: float) -> float:
+    """`value` as the float32 the compiled program sees (1e39 becomes inf, 1e-46 becomes 0)."""
+    import numpy as np
+
+    with np.errstate(over="ignore", under="ignore"):
+        return float(np.float32(value))
+
+
+def agents_per_world(cfg: TrainConfig) -> int:
+    """Agents in each world (env.num_agents where the env has that setting, else 1)."""
+    return int(getattr(cfg.env, "num_agents", None) or 1)
+
+
+def env_groups(cfg: TrainConfig) -> int:
+    """The env groups a run's algorithm shuffles and samples in (`jaxrl.core.groups`): env_groups, once the
+    device layout has filled it in (`jaxrl.scale.mesh`), else 1."""
+    return cfg.env_groups or 1
+
+
+def env_settings(cfg: TrainConfig) -> dict[str, Any]:
+    """The env group's settings but its name (constructor arguments and EnvParams overrides).
+
+    An env with potential-based shaping (`shaping_gamma`, e.g. Snake) gets the learner's `algo.gamma`
+    there unless the config sets it: with the same discount the shaping leaves the best policy unchanged.
+    """
+    settings = {f.name: getattr(cfg.env, f.name) for f in dataclasses.fields(cfg.env) if f.name != "name"}
+    if "shaping_gamma" in settings and settings["shaping_gamma"] is None:
+        settings["shaping_gamma"] = float(cfg.algo.gamma)
+    return settings
+
+
+def make_env(cfg: TrainConfig) -> tuple[Any, Any]:
+    """(env, env_params) the config names, with its settings applied and checked; ConfigError otherwise."""
+    import envs
+
+    try:
+        return envs.spec(cfg.env.name).make(**env_settings(cfg))
+    except envs.EnvSettingError as e:  # "name=value is invalid: must be ..."
+        raise ConfigError(f"env.{e}") from None
+    except ValueError as e:  # an unknown name, or a constructor refusing a setting
+        raise ConfigError(f"env: {e}") from None

@@ -1,0 +1,96 @@
+"""The code's shape: no import cycles in jaxrl, envs or bench (every import statement counts, at module level
+or inside a function), and jaxrl/ keeps its roles in folders."""
+
+import ast
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def modules(root: Path, packages: tuple[str, ...]) -> dict[str, Path]:
+    """Dotted module name -> file, for every .py file under the packages."""
+    found = {}
+    for package in packages:
+        for path in sorted((root / package).rglob("*.py")):
+            parts = list(path.relative_to(root).with_suffix("").parts)
+            if parts[-1] == "__init__":
+                parts.pop()
+            found[".".join(parts)] = path
+    return found
+
+
+def imports_of(name: str, path: Path, known: dict[str, Path]) -> set[str]:
+    """The known modules that `name` imports anywhere in its file (an imported name that is a submodule counts
+    as that submodule). Its own ancestor packages are left out: importing a submodule imports them anyway."""
+
+    def nearest(dotted: str) -> str | None:
+        while dotted and dotted not in known:
+            dotted = dotted.rpartition(".")[0]
+        return dotted or None
+
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            found.update(nearest(alias.name) for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+                for _ in range(node.level - 1):
+                    package = package.rpartition(".")[0]
+                base = f"{package}.{base}".rstrip(".")
+            found.update(nearest(f"{base}.{alias.name}") for alias in node.names)
+    ancestors = {name.rsplit(".", i)[0] for i in range(1, name.count(".") + 1)}
+    return found - ancestors - {None, name}
+
+
+def cycles(known: dict[str, Path]) -> list[list[str]]:
+    """Groups of modules that import each other (strongly connected components of two or more), sorted."""
+    graph = {name: imports_of(name, path, known) for name, path in known.items()}
+    order, low, stack, groups = {}, {}, [], []
+
+    def visit(v: str) -> None:  # Tarjan's algorithm
+        order[v] = low[v] = len(order)
+        stack.append(v)
+        for w in graph[v]:
+            if w not in order:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in stack:
+                low[v] = min(low[v], order[w])
+        if low[v] == order[v]:
+            group = []
+            while not group or group[-1] != v:
+                group.append(stack.pop())
+            if len(group) > 1:
+                groups.append(sorted(group))
+
+    for v in sorted(graph):
+        if v not in order:
+            visit(v)
+    return sorted(groups)
+
+
+def test_no_import_cycles_in_jaxrl_envs_or_bench():
+    assert cycles(modules(ROOT, ("jaxrl", "envs", "bench"))) == []
+
+
+def test_the_cycle_check_finds_a_cycle_through_a_function_level_import(tmp_path):
+    pkg = tmp_path / "pkg"
+    (pkg / "sub").mkdir(parents=True)
+    (pkg / "__init__.py").write_text("from pkg import a\n")  # a package importing its children is no cycle
+    (pkg / "sub" / "__init__.py").write_text("")
+    (pkg / "a.py").write_text("import pkg\nfrom pkg.sub import b\n")
+    (pkg / "sub" / "b.py").write_text("def f():\n    from .c import g\n")
+    (pkg / "sub" / "c.py").write_text("from pkg import a\n")
+    (pkg / "d.py").write_text("from pkg.sub import b\n")
+    assert cycles(modules(tmp_path, ("pkg",))) == [["pkg.a", "pkg.sub.b", "pkg.sub.c"]]
+
+
+def test_jaxrl_keeps_its_roles_in_folders():
+    """At most about ten modules directly in jaxrl/; the device side, algorithms, the host side of a run,
+    configuration and scale-out each have a folder."""
+    top = sorted(p.name for p in (ROOT / "jaxrl").glob("*.py"))
+    assert len(top) <= 10, top
+    for folder in ("core", "algos", "run", "config", "scale"):
+        assert (ROOT / "jaxrl" / folder / "__init__.py").is_file(), folder
