@@ -21,59 +21,6 @@ def pytest_unconfigure(config):
         shutil.rmtree(_OWN_CACHE, ignore_errors=True)
 
 
-def count_traces(monkeypatch) -> list[int]:
-    """A list that gets the chunk length each time the core loop's `run_chunk` is traced (called under jit)."""
-    from jaxrl.core import loop
-
-    traces: list[int] = []
-    original = loop.run_chunk
-
-    def counting(update, runner, num_active, length):
-        traces.append(length)
-        return original(update, runner, num_active, length)
-
-    monkeypatch.setattr(loop, "run_chunk", counting)
-    return traces
-
-
-def env_config(name: str, **settings):
-    """The `env` config group's dataclass for a registered env, with settings."""
-    import envs
-
-    return envs.spec(name).schema()(**settings)
-
-
-def train_run(algo, key):
-    """The whole run of an algorithm as one jitted pure function of the key: (runner, UpdateStats)."""
-    import jax
-
-    from jaxrl.core.loop import make_train
-
-    return jax.jit(make_train(algo))(key)
-
-
-def three_chunks(algo, steps_per_update: int):
-    """A 2-seed, 4-env CartPole run of 7 updates of `algo` (a config dataclass) through one compiled chunk
-    of 3, run as chunks of 3, 3 and 1: the runner it ends with."""
-    import envs
-    from jaxrl.config.schema import TrainConfig
-    from jaxrl.run.driver import Program
-
-    cfg = TrainConfig(
-        env=env_config("CartPole-v1"),
-        algo=algo,
-        num_envs=4,
-        num_seeds=2,
-        total_timesteps=steps_per_update * 7,
-        num_chunks=3,
-    )
-    program = Program(cfg, *envs.make("CartPole-v1"))
-    runner, _ = program.compile()
-    for active in (3, 3, 1):
-        runner, _ = program.run_chunk(runner, active)
-    return runner
-
-
 # Tests that moved to the slow tier (`-m slow`, run by .ci/run) to keep the README's test command within
 # 10 minutes on the 2-core CPU. Each is the longest guard of its promise (subprocess kill-and-resume runs,
 # forced multi-device and multi-process runs, notebooks, learning checks); the default tier keeps a shorter

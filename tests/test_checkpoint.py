@@ -33,7 +33,7 @@ RUNS = {
 KILLED_RUN = """
 import sys
 import jaxrl
-from jaxrl.run.hooks import KillAfterChunks
+from tests.helpers import KillAfterChunks
 chunks, _, when = sys.argv[1].partition(":")
 settings = dict(arg.split("=", 1) for arg in sys.argv[2:])
 jaxrl.train(**settings, hooks=[KillAfterChunks(int(chunks), during_save=when == "save")])

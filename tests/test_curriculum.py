@@ -10,7 +10,7 @@ import envs
 from jaxrl.config.curriculum import build_phases, traced
 from jaxrl.config.schema import ConfigError
 from jaxrl.train import main
-from tests.conftest import count_traces
+from tests.helpers import count_traces
 
 RUN = ["env=CartPole-v1", "num_envs=4", "algo.num_steps=64", "total_timesteps=20480", "num_chunks=8"]
 TWO_PHASES = "curriculum=[{steps:6000,max_steps_in_episode:10},{max_steps_in_episode:500}]"

@@ -13,7 +13,7 @@ from jaxrl.config.schema import TrainConfig
 from jaxrl.core import rollout
 from jaxrl.core.replay import Batch, ReplayBuffer
 from jaxrl.run.driver import Program
-from tests.conftest import count_traces, env_config, train_run
+from tests.helpers import count_traces, env_config, train_run
 from tests.test_ppo import bias_values, final_mean, random_snake_score, with_unit_gradient
 
 

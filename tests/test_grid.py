@@ -361,7 +361,7 @@ def test_ppo_with_the_grid_cnn_beats_random(tmp_path):
     from jaxrl.config.compose import compose_config
     from jaxrl.config.schema import make_env
     from jaxrl.run.evaluation import play
-    from tests.conftest import train_run
+    from tests.helpers import train_run
     from tests.test_ppo import final_mean
 
     cfg, _ = compose_config(["env=grid", "env.max_steps_in_episode=64", "num_envs=64", "total_timesteps=4e5"])
@@ -384,7 +384,7 @@ def test_dqn_with_the_tuned_grid_config_beats_random():
     from jaxrl.config.compose import compose_config
     from jaxrl.config.schema import make_env
     from jaxrl.run.evaluation import play
-    from tests.conftest import train_run
+    from tests.helpers import train_run
     from tests.test_ppo import final_mean
 
     cfg, _ = compose_config(["env=grid", "algo=dqn", "env.max_steps_in_episode=64", "total_timesteps=5e5"])

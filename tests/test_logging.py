@@ -2,6 +2,7 @@
 
 import csv
 import struct
+from typing import ClassVar
 
 import pytest
 from PIL import Image
@@ -141,3 +142,42 @@ def test_win_rate_counts_the_ended_worlds_that_won():
     assert means["win_rate"] == pytest.approx(1 / 3) and means["score"] == pytest.approx(149 / 3)
     without = stats.means(stats.from_dict(stats.as_dict(stats.episode_step(zeros, done, done, {}, zeros, zeros)[2])))
     assert "win_rate" not in without and "score" not in without
+
+
+class ListLog:
+    """A logger of this test: every row it is given, and whether it was closed."""
+
+    opened: ClassVar[list["ListLog"]] = []
+
+    def __init__(self, run_dir, project, config):
+        self.run_dir, self.config, self.rows, self.closed = run_dir, config, [], False
+        ListLog.opened.append(self)
+
+    def write(self, step, row):
+        self.rows.append((step, row))
+
+    def close(self):
+        self.closed = True
+
+
+def test_a_registered_logger_gets_every_chunks_row_and_is_closed(tmp_path, monkeypatch, capsys):
+    monkeypatch.setattr(loggers, "_LOGGERS", dict(loggers._LOGGERS))  # the registration ends with the test
+    loggers.register_logger("list", ListLog)
+    assert main([*RUN, "logger=[list,csv]", f"run_dir={tmp_path / 'run'}", "progress=false"]) == 0
+    (log,) = ListLog.opened[-1:]
+    with open(tmp_path / "run" / "metrics.csv") as f:
+        rows = list(csv.DictReader(f))
+    assert [step for step, _ in log.rows] == [int(r["env_steps"]) for r in rows] == [1024, 2048, 3072, 4096]
+    assert log.rows[-1][1]["episode_return"] == pytest.approx(
+        float(rows[-1]["episode_return"]), abs=1e-3
+    )  # the csv rounds
+    assert log.closed and log.run_dir == tmp_path / "run" and log.config["env"]["name"] == "CartPole-v1"
+    assert main([*RUN, "logger=lists", f"run_dir={tmp_path / 'other'}"]) == 2
+    assert "logger=lists is invalid: allowed csv, tensorboard, wandb, list" in capsys.readouterr().err
+
+
+def test_a_logger_whose_package_is_missing_names_it_and_its_extra(monkeypatch):
+    monkeypatch.setattr(loggers, "_LOGGERS", dict(loggers._LOGGERS))
+    loggers.register_logger("mlflow", ListLog, needs="no_such_module_here", extra="mlflow")
+    with pytest.raises(ImportError, match=r"logger=mlflow needs no_such_module_here: pip install 'jaxrl\[mlflow\]'"):
+        loggers.check_loggers(("csv", "mlflow"))

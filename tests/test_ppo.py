@@ -13,7 +13,7 @@ from jaxrl.config.schema import TrainConfig, make_env
 from jaxrl.core import losses
 from jaxrl.core.loop import make_train
 from jaxrl.run.driver import Program
-from tests.conftest import count_traces, env_config, train_run
+from tests.helpers import count_traces, env_config, train_run
 
 
 def final_mean(stats, key="return_sum", tail=0.1):

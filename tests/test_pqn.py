@@ -10,7 +10,7 @@ import jaxrl
 from jaxrl.algos.pqn import PQN, PQNConfig
 from jaxrl.config.schema import TrainConfig, make_env
 from jaxrl.core import losses
-from tests.conftest import count_traces, env_config, three_chunks
+from tests.helpers import count_traces, env_config, three_chunks
 
 
 def test_q_lambda_returns_equal_hand_computed_numbers():

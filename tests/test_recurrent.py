@@ -11,7 +11,7 @@ import jaxrl
 from jaxrl.algos.ppo import PPO, PPOConfig
 from jaxrl.config.schema import TrainConfig
 from jaxrl.core import networks, rollout
-from tests.conftest import count_traces, env_config, three_chunks
+from tests.helpers import count_traces, env_config, three_chunks
 
 
 def core_and_params(cell: str, features: int = 3, hidden: int = 5):

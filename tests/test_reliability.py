@@ -390,11 +390,10 @@ def test_vmap_over_envs_equals_separate_single_env_runs(name, settings):
 
 @pytest.mark.parametrize("algo", ["ppo", pytest.param("dqn", marks=pytest.mark.slow)])
 def test_vmap_over_seeds_equals_separate_runs(algo):
-    from conftest import env_config
-
     from jaxrl.algos.base import get
     from jaxrl.config.schema import TrainConfig, make_env
     from jaxrl.run.driver import Program
+    from tests.helpers import env_config
 
     spec = get(algo)
     small = {"num_steps": 16, "num_minibatches": 2} if algo == "ppo" else {"buffer_size": 256, "learning_starts": 64}

@@ -22,7 +22,7 @@ from jaxrl.config.validate import validate
 from jaxrl.run.driver import Program
 from jaxrl.scale.sweep import Sweep, flatten, parse
 from jaxrl.train import main as train_main
-from tests.conftest import count_traces, env_config
+from tests.helpers import count_traces, env_config
 from tests.multi_device import difference
 
 TOLERANCE = 1e-4  # float leaves after 2 updates; integer leaves (env states, counters) must match exactly

@@ -13,7 +13,6 @@ from typing import Any
 from jaxrl.errors import ConfigError
 
 DEVICES = ("auto", "cpu", "tpu", "gpu", "metal")
-LOGGERS = ("csv", "tensorboard", "wandb")
 
 
 def logger_names(value: Any) -> tuple[str, ...]:

@@ -9,10 +9,11 @@ import math
 from typing import Any
 
 from envs.base import INT32_MAX  # counts and sizes become int32 inside the compiled program
-from jaxrl.config.schema import DEVICES, LOGGERS, TrainConfig, float32, logger_names
+from jaxrl.config.schema import DEVICES, TrainConfig, float32, logger_names
 from jaxrl.core.networks import ACTIVATIONS, NETWORKS, RECURRENT
 from jaxrl.core.precision import PRECISIONS
 from jaxrl.errors import ConfigError
+from jaxrl.run.loggers import logger_specs
 from jaxrl.scale import sweep as sweeps
 from jaxrl.scale.distributed import check_distributed
 
@@ -108,10 +109,11 @@ def validate(cfg: TrainConfig) -> None:
             raise ConfigError(f"{name}={value} is invalid: must be an integer from 1 to {INT32_MAX}")
     if not _number(cfg.total_timesteps) or not 1 <= cfg.total_timesteps <= 1e15:
         raise ConfigError(f"total_timesteps={cfg.total_timesteps} is invalid: must be a number from 1 to 1e15")
+    known = logger_specs()
     for name in logger_names(cfg.logger):
-        if name not in LOGGERS:
+        if name not in known:
             raise ConfigError(
-                f"logger={name} is invalid: allowed {', '.join(LOGGERS)} (several: logger=[tensorboard,wandb])"
+                f"logger={name} is invalid: allowed {', '.join(known)} (several: logger=[tensorboard,wandb])"
             )
     if not str(cfg.wandb_project).strip() or any(c in str(cfg.wandb_project) for c in "/\\#?%:"):
         raise ConfigError(f"wandb_project={cfg.wandb_project!r} is invalid: a non-empty name without / \\ # ? % :")

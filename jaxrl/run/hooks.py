@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import os
 import signal
 import sys
 import threading
@@ -249,33 +248,6 @@ class StopSignal:
     def __exit__(self, *exc: object) -> None:
         if self._previous is not None:
             signal.signal(signal.SIGINT, self._previous)
-
-
-class KillAfterChunks(Hook):
-    """Fault injection for the resume tests: SIGKILL this process after `chunks` chunks of this process.
-
-    `during_save=True` (the hook must come after the checkpoint hook, as `jaxrl.train(hooks=...)` puts
-    it) waits until that chunk's checkpoint write has created its temporary directory and kills the
-    process in the middle of the write.
-    """
-
-    def __init__(self, chunks: int, during_save: bool = False):
-        self.chunks = chunks
-        self.during_save = during_save
-        self.seen = 0
-
-    def after_chunk(self, ctx: RunContext, runner: Any, chunk: Chunk) -> None:
-        self.seen += 1
-        if self.seen < self.chunks:
-            return
-        if self.during_save:
-            checkpoints = ctx.run_dir / "checkpoints"
-            deadline = time.monotonic() + 30
-            while not any(checkpoints.glob(f"{chunk.env_steps}.orbax-checkpoint-tmp*")):
-                if time.monotonic() > deadline:
-                    raise RuntimeError(f"no checkpoint write started after chunk {self.seen}")
-                time.sleep(0.0005)
-        os.kill(os.getpid(), signal.SIGKILL)
 
 
 def summarize(ctx: RunContext) -> dict[str, Any]:

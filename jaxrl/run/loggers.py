@@ -1,4 +1,4 @@
-"""Run-directory outputs: resolved config, metrics.csv, summary.json, and the progress line."""
+"""Run-directory outputs (metrics.csv, summary.json, the progress line, the learning curve) and the\nregistry of loggers that `logger=` names (TensorBoard and W&B ship; `register_logger` adds one)."""
 
 from __future__ import annotations
 
@@ -7,6 +7,8 @@ import json
 import math
 import sys
 import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -179,27 +181,58 @@ class WandbLog:
         self.run.finish()
 
 
-EXTRAS = {"tensorboard": ("tensorboardX", "tensorboard"), "wandb": ("wandb", "wandb")}
+@dataclass(frozen=True)
+class LoggerSpec:
+    """A logger that `logger=<name>` opens at the start of a run (after the run directory is claimed).
+
+    `opens(run_dir, project, config)` returns an object with `write(env_steps, row)`, called once per
+    chunk with that chunk's metrics.csv row (a sweep's: the first member's figures and each member's
+    under `m<K>/`), and `close()`, called when the run ends. `needs` names the module it imports and
+    `extra` the pip extra that brings it: a missing one is reported before anything is written.
+    """
+
+    name: str
+    opens: Callable[[Path, str, dict[str, Any]], Any] | None  # None: written anyway (metrics.csv)
+    needs: str | None = None
+    extra: str | None = None
+
+
+_LOGGERS: dict[str, LoggerSpec] = {}
+
+
+def register_logger(
+    name: str,
+    opens: Callable[[Path, str, dict[str, Any]], Any] | None,
+    needs: str | None = None,
+    extra: str | None = None,
+) -> None:
+    """Make `logger=<name>` available to the CLI (from a script that registers it first) and `jaxrl.train`."""
+    _LOGGERS[name] = LoggerSpec(name, opens, needs, extra)
+
+
+def logger_specs() -> dict[str, LoggerSpec]:
+    """Every registered logger by name."""
+    return dict(_LOGGERS)
 
 
 def check_loggers(names: tuple[str, ...]) -> None:
-    """ConfigError-style ValueError when a chosen logger's package is missing (before anything is written)."""
+    """ImportError naming the package and the extra when a chosen logger's module is missing."""
     import importlib.util
 
     for name in names:
-        if name in EXTRAS and importlib.util.find_spec(EXTRAS[name][0]) is None:
-            module, extra = EXTRAS[name]
-            raise ImportError(f"logger={name} needs {module}: pip install 'jaxrl[{extra}]'")
+        spec = _LOGGERS[name]
+        if spec.needs is not None and importlib.util.find_spec(spec.needs) is None:
+            raise ImportError(f"logger={name} needs {spec.needs}: pip install 'jaxrl[{spec.extra or spec.needs}]'")
 
 
 def open_loggers(names: tuple[str, ...], run_dir: Path, project: str, config: dict[str, Any]) -> list[Any]:
-    """The optional loggers (metrics.csv is always written by MetricsCSV)."""
-    loggers: list[Any] = []
-    if "tensorboard" in names:
-        loggers.append(TensorBoardLog(run_dir))
-    if "wandb" in names:
-        loggers.append(WandbLog(run_dir, project, config))
-    return loggers
+    """The chosen loggers, opened (metrics.csv is always written by MetricsCSV)."""
+    return [_LOGGERS[n].opens(run_dir, project, config) for n in names if _LOGGERS[n].opens is not None]
+
+
+register_logger("csv", None)
+register_logger("tensorboard", lambda run_dir, project, config: TensorBoardLog(run_dir), "tensorboardX", "tensorboard")
+register_logger("wandb", WandbLog, "wandb", "wandb")
 
 
 def plot_learning_curve(
