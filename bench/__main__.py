@@ -22,11 +22,11 @@ import traceback
 from datetime import UTC, datetime
 from pathlib import Path
 
-from bench.parts import ORDER
+from jaxrl.bench.parts import ORDER
 
 
 def parse(argv: list[str]) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog=f"python -m {__package__}", description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="a few minutes on a 2-core CPU")
     parser.add_argument("--smoke", action="store_true", help=argparse.SUPPRESS)  # the test's tiny budget
     parser.add_argument("--only", default=None, help=f"comma-separated parts: {', '.join(ORDER)}")
@@ -43,7 +43,7 @@ def parse(argv: list[str]) -> argparse.Namespace:
 
 
 def output_dir(arg: str | None, machine: dict) -> Path:
-    from bench.machine import slug
+    from jaxrl.bench.machine import slug
 
     out = Path(arg) if arg else Path("bench/results") / f"{slug(machine)}-{datetime.now().date().isoformat()}"
     if out.exists() and not out.is_dir():
@@ -73,10 +73,10 @@ def main(argv: list[str] | None = None) -> int:
     args = parse(sys.argv[1:] if argv is None else argv)
     mode = "smoke" if args.smoke else "quick" if args.quick else "full"
 
-    from bench import report
-    from bench.common import Context
-    from bench.machine import describe, title
-    from bench.parts import load
+    from jaxrl.bench import report
+    from jaxrl.bench.common import Context
+    from jaxrl.bench.machine import describe, title
+    from jaxrl.bench.parts import load
 
     machine = describe()
     out = output_dir(args.out, machine)

@@ -20,14 +20,14 @@ import time
 from datetime import UTC, datetime
 from pathlib import Path
 
-from bench.machine import describe
+from jaxrl.bench.machine import describe
 
 
 def sb3_dqn_sps(steps: int) -> float:
     import torch
     from stable_baselines3 import DQN
 
-    import envs
+    from jaxrl import envs
 
     torch.set_num_threads(2)
     model = DQN("MlpPolicy", envs.to_gymnasium("snake", size=10), seed=0, verbose=0)

@@ -28,10 +28,10 @@ from pathlib import Path
 
 import jax
 import jax.numpy as jnp
+from jaxrl.bench.machine import describe
+from jaxrl.envs.grid import materialize
 
-import envs
-from bench.machine import describe
-from envs.grid import materialize
+from jaxrl import envs
 
 
 def consume(obs: jax.Array) -> jax.Array:

@@ -54,8 +54,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 from flax.struct import dataclass
-
-from bench.purejaxrl_ref import (
+from jaxrl.bench.purejaxrl_ref import (
     EpisodeLog,
     Policy,
     VecEnv,

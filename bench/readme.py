@@ -15,8 +15,8 @@ import os
 import sys
 from pathlib import Path
 
-from bench.machine import title
-from bench.report import headline_table, load_parts, machine_lines
+from jaxrl.bench.machine import title
+from jaxrl.bench.report import headline_table, load_parts, machine_lines
 
 START, END = "<!-- measured:start -->", "<!-- measured:end -->"
 

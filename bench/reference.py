@@ -143,7 +143,7 @@ def main(argv: list[str] | None = None) -> int:
     except ValueError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
-    from bench.machine import cpu_signature
+    from jaxrl.bench.machine import cpu_signature
 
     result["cpu"] = cpu_signature()
     print(f"this checkout against {result['against'][:10]} on {result['cpu']}:")

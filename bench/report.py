@@ -12,8 +12,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from bench.common import fmt_bytes
-from bench.parts import ORDER, load
+from jaxrl.bench.common import fmt_bytes
+from jaxrl.bench.parts import ORDER, load
 
 
 def load_parts(folder: Path) -> dict[str, dict[str, Any]]:

@@ -80,7 +80,7 @@ def _snake(in_worker: bool) -> Any:
 
     if in_worker:  # before `envs` is imported, which starts JAX's clients
         jax.config.update("jax_platforms", "cpu")
-    import envs
+    from jaxrl import envs
 
     class OnCpu(gymnasium.Wrapper):
         def reset(self, **kwargs: Any) -> Any:

@@ -27,8 +27,8 @@ from pathlib import Path
 from typing import Any
 
 import jax
+from jaxrl.bench.machine import describe
 
-from bench.machine import describe
 from jaxrl.config.compose import compose_config
 from jaxrl.config.schema import make_env
 from jaxrl.run.driver import Program
@@ -38,7 +38,7 @@ VS_ENVS = ("CartPole-v1", "Breakout-MinAtar")
 
 def purejaxrl_settings(seed: int) -> dict[str, Any]:
     """jaxrl's settings for PureJaxRL's CartPole PPO config (`bench.purejaxrl_ref.PUREJAXRL_CARTPOLE`)."""
-    from bench.purejaxrl_ref import PUREJAXRL_CARTPOLE as c
+    from jaxrl.bench.purejaxrl_ref import PUREJAXRL_CARTPOLE as c
 
     return {
         "algo": "ppo",
@@ -78,7 +78,7 @@ def run_jaxrl(env: str, seed: int) -> dict[str, float]:
 
 def vs_purejaxrl(envs: list[str], rounds: int, seed: int) -> dict[str, Any]:
     """Both trainers on each env, interleaved over `rounds` rounds; per env the runs and their summary."""
-    from bench.purejaxrl_ref import run_reference
+    from jaxrl.bench.purejaxrl_ref import run_reference
 
     out: dict[str, Any] = {}
     for env in envs:

@@ -1,8 +1,17 @@
-"""Pure-JAX environments in the gymnax 1.0 API; `make`, `register` and `spec` for them and every gymnax id."""
+"""Pure-JAX environments in the gymnax 1.0 API; `make`, `register` and `spec` for them and every gymnax id.
+
+Installed as `jaxrl.envs` (`from jaxrl import envs`): the repository's `envs/` folder is not a top-level
+package, so a project's own `envs/` cannot shadow it.
+"""
 
 import importlib
 import sys
 import types
+
+if __name__ == "envs":  # this folder imported by its old top-level name, from a checkout's root
+    raise ImportError(
+        "jaxrl's envs are `jaxrl.envs` now: write `from jaxrl import envs` (or `from jaxrl.envs.grid import ...`)"
+    )
 
 
 class _ImportedOnFirstUse(types.ModuleType):
@@ -37,9 +46,9 @@ def _import_gymnax() -> None:
 if "gymnax" not in sys.modules:
     _import_gymnax()
 
-from envs.grid import GridWorld  # after gymnax: envs.grid imports it
-from envs.registry import EnvSettingError, EnvSpec, UnknownEnvError, make, register, registered_names, spec
-from envs.snake import Snake
+from jaxrl.envs.grid import GridWorld  # after gymnax: envs.grid imports it
+from jaxrl.envs.registry import EnvSettingError, EnvSpec, UnknownEnvError, make, register, registered_names, spec
+from jaxrl.envs.snake import Snake
 
 register("snake", Snake)
 register("grid", GridWorld)
@@ -47,14 +56,14 @@ register("grid", GridWorld)
 
 def to_gymnasium(name: str, render_mode: str | None = None, **settings):
     """`name` as a `gymnasium.Env`, numpy in and out (needs gymnasium; see envs/gymnasium_adapter.py)."""
-    from envs.gymnasium_adapter import to_gymnasium
+    from jaxrl.envs.gymnasium_adapter import to_gymnasium
 
     return to_gymnasium(name, render_mode=render_mode, **settings)
 
 
 def to_gymnasium_vector(name: str, num_envs: int, render_mode: str | None = None, **settings):
     """`num_envs` copies of `name` as a `gymnasium.vector.VectorEnv` stepped in one jitted call (needs gymnasium)."""
-    from envs.gymnasium_adapter import to_gymnasium_vector
+    from jaxrl.envs.gymnasium_adapter import to_gymnasium_vector
 
     return to_gymnasium_vector(name, num_envs, render_mode=render_mode, **settings)
 

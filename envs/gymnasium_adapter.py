@@ -28,9 +28,8 @@ from gymnasium.envs.registration import EnvSpec
 from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 from gymnax.environments import spaces
-
-from envs.base import GIF_PIXELS, AgentsDiscrete, upscale
-from envs.registry import spec
+from jaxrl.envs.base import GIF_PIXELS, AgentsDiscrete, upscale
+from jaxrl.envs.registry import spec
 
 KEYS_AT_ONCE = 1024  # the single env's keys are split this many at a time
 

@@ -22,8 +22,7 @@ from collections.abc import Callable, Mapping
 from typing import Any, Optional
 
 import gymnax
-
-from envs.base import INT32_MAX, finite32
+from jaxrl.envs.base import INT32_MAX, finite32
 
 
 class UnknownEnvError(ValueError):

@@ -9,33 +9,24 @@ run = jaxrl.load("runs/...")                          # reopen a run
 __version__ = "0.1.0"
 
 
-def _configs_from_source_tree() -> None:
-    """Make `jaxrl.configs` importable when this package is imported from a source checkout.
+def _source_tree_subpackages() -> None:
+    """In a source checkout, find `jaxrl.configs`, `jaxrl.envs` and `jaxrl.bench` in the folders beside this one.
 
-    Installed, the repository's `configs/` ships inside the package as `jaxrl.configs` (the
-    package-dir mapping in pyproject.toml; `pip install -e .` maps it too). But after a plain
-    `pip install .`, Python run from the repository root imports `./jaxrl`, which has no
-    `configs/` beside it: point `jaxrl.configs` at `../configs` then.
+    Installed, the repository's `configs/`, `envs/` and `bench/` ship inside the package (the
+    package-dir mapping in pyproject.toml; `pip install -e .` maps them too). But Python run from a
+    checkout imports `./jaxrl`: after a plain `pip install .` from the repository root, or in another
+    commit's tree (`python -m bench.reference --against`), the folders beside it must be the ones used,
+    not an installed copy. Adding the repository root to this package's path does that; nothing is
+    imported here.
     """
-    import importlib.util
-    import sys
     from pathlib import Path
 
-    if importlib.util.find_spec("jaxrl.configs") is not None:
-        return
-    source = Path(__file__).resolve().parent.parent / "configs"
-    if not (source / "__init__.py").is_file():
-        return
-    spec = importlib.util.spec_from_file_location(
-        "jaxrl.configs", source / "__init__.py", submodule_search_locations=[str(source)]
-    )
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["jaxrl.configs"] = module
-    spec.loader.exec_module(module)
-    globals()["configs"] = module  # what the import system does for a submodule it loads
+    root = Path(__file__).resolve().parent.parent
+    if (root / "pyproject.toml").is_file() and all((root / n / "__init__.py").is_file() for n in ("configs", "envs")):
+        __path__.append(str(root))
 
 
-_configs_from_source_tree()
+_source_tree_subpackages()
 
 from jaxrl.errors import ConfigError, NonFiniteError, SaveError
 

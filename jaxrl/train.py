@@ -42,7 +42,7 @@ def usage(argv: list[str]) -> str:
     text = USAGE.format(algos=" | ".join(algorithms()))
     env_name = next((a.partition("=")[2] for a in argv if a.startswith("env=")), None)
     if env_name:
-        import envs
+        from jaxrl import envs
 
         try:
             spec = envs.spec(env_name)

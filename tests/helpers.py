@@ -26,7 +26,7 @@ def count_traces(monkeypatch) -> list[int]:
 
 def env_config(name: str, **settings):
     """The `env` config group's dataclass for a registered env, with settings."""
-    import envs
+    from jaxrl import envs
 
     return envs.spec(name).schema()(**settings)
 
@@ -43,7 +43,7 @@ def train_run(algo, key):
 def three_chunks(algo, steps_per_update: int):
     """A 2-seed, 4-env CartPole run of 7 updates of `algo` (a config dataclass) through one compiled chunk
     of 3, run as chunks of 3, 3 and 1: the runner it ends with."""
-    import envs
+    from jaxrl import envs
     from jaxrl.config.schema import TrainConfig
     from jaxrl.run.driver import Program
 

@@ -8,9 +8,9 @@ import sys
 import jax
 import jax.numpy as jnp
 import pytest
+from jaxrl.bench import env_throughput
 
-import envs
-from bench import env_throughput
+from jaxrl import envs
 
 
 def test_grid_table_times_each_agent_count_beside_its_observation_floor(monkeypatch, capsys):
@@ -39,7 +39,7 @@ def test_the_floor_writes_the_grids_observation_shape_from_the_grids_expansion()
 
 
 def test_the_purejaxrl_shaped_reference_learns_cartpole_on_a_small_budget():
-    from bench.purejaxrl_ref import run_reference
+    from jaxrl.bench.purejaxrl_ref import run_reference
 
     # 39 updates of 512 steps: a random policy averages ~22 on CartPole; seeds 0-5 reach 75-100 here.
     r = run_reference("CartPole-v1", 0, TOTAL_TIMESTEPS=2e4)
@@ -50,14 +50,14 @@ def test_the_purejaxrl_shaped_reference_learns_cartpole_on_a_small_budget():
 
 
 def test_the_reference_refuses_a_config_key_purejaxrl_does_not_have():
-    from bench.purejaxrl_ref import run_reference
+    from jaxrl.bench.purejaxrl_ref import run_reference
 
     with pytest.raises(KeyError, match="NUM_ENV"):
         run_reference("CartPole-v1", 0, NUM_ENV=8)  # a typo must not silently train the default
 
 
 def test_snake_perfect_target_needs_score_wins_and_the_cap_on_each_seed():
-    from bench.parts.score import PERFECT_TARGET, meets
+    from jaxrl.bench.parts.score import PERFECT_TARGET, meets
 
     def seed(score, win_rate, seconds):
         return {"greedy": {"score_mean": score, "win_rate": win_rate}, "seconds": seconds, "cap_s": 3600.0}

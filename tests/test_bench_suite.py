@@ -9,9 +9,8 @@ import sys
 from pathlib import Path
 
 import pytest
-
-from bench import readme as bench_readme
-from bench.parts import ORDER
+from jaxrl.bench import readme as bench_readme
+from jaxrl.bench.parts import ORDER
 
 ROOT = Path(__file__).resolve().parents[1]
 

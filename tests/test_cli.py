@@ -171,22 +171,24 @@ sys.meta_path[:] = [f for f in sys.meta_path if "editable" not in getattr(f, "__
 sys.path_hooks[:] = [h for h in sys.path_hooks if "editable" not in getattr(h, "__module__", "")]
 sys.path_importer_cache.clear()
 sys.path.insert(0, ".")
-import jaxrl, jaxrl.configs
+import jaxrl, jaxrl.configs, jaxrl.envs, jaxrl.bench
 from jaxrl.config.compose import compose_config
 cfg, _ = compose_config(["env=snake", "preset=fast"])
-print(jaxrl.__file__, jaxrl.configs.__file__, cfg.num_envs, cfg.algo.hidden)
+print(jaxrl.__file__, jaxrl.configs.__file__, jaxrl.envs.__file__, jaxrl.bench.__file__, cfg.num_envs, cfg.algo.hidden)
 """
 
 
 def test_configs_are_found_when_jaxrl_is_imported_from_a_checkout(tmp_path):
     """`pip install .` then `python -m jaxrl.train` in the repository root imports ./jaxrl, whose
-    configs are ./configs (the install maps them into the package; the checkout cannot)."""
+    configs, envs and bench are ./configs, ./envs and ./bench (the install maps them into the package;
+    the checkout cannot)."""
     import shutil
     from pathlib import Path
 
     root = Path(__file__).resolve().parent.parent
-    for name in ("jaxrl", "configs", "envs"):
-        shutil.copytree(root / name, tmp_path / name, ignore=shutil.ignore_patterns("__pycache__"))
+    for name in ("jaxrl", "configs", "envs", "bench"):
+        shutil.copytree(root / name, tmp_path / name, ignore=shutil.ignore_patterns("__pycache__", "results"))
+    shutil.copy(root / "pyproject.toml", tmp_path)
     proc = subprocess.run(
         [sys.executable, "-c", SOURCE_TREE_SCRIPT],
         capture_output=True,
@@ -196,9 +198,9 @@ def test_configs_are_found_when_jaxrl_is_imported_from_a_checkout(tmp_path):
         check=False,
     )
     assert proc.returncode == 0, proc.stderr[-2000:]
-    package, configs, num_envs, hidden = proc.stdout.split(maxsplit=3)
-    assert Path(package).resolve() == (tmp_path / "jaxrl" / "__init__.py").resolve()
-    assert Path(configs).resolve() == (tmp_path / "configs" / "__init__.py").resolve()
+    package, configs, envs, bench, num_envs, hidden = proc.stdout.split(maxsplit=5)
+    for name, path in (("jaxrl", package), ("configs", configs), ("envs", envs), ("bench", bench)):
+        assert Path(path).resolve() == (tmp_path / name / "__init__.py").resolve()
     assert (num_envs, hidden.strip()) == ("512", "[128, 128]")
 
 
@@ -272,3 +274,26 @@ def test_snake_shaping_discounts_with_the_learners_gamma_unless_set():
         assert make_env(cfg)[1].shaping_gamma == pytest.approx(0.97)
     cfg, _ = compose_config(["env=snake", "algo.gamma=0.97", "env.shaping_gamma=0.9"])
     assert make_env(cfg)[1].shaping_gamma == pytest.approx(0.9)  # set explicitly: kept
+
+
+def test_a_project_with_its_own_envs_and_bench_packages_trains_from_its_folder(tmp_path):
+    """What is installed claims no generic top-level names: from a folder whose own `envs` and `bench`
+    packages would break on import, the API, the CLI and the evaluation CLI run, and the folder's
+    packages stay the folder's."""
+    for name in ("envs", "bench"):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "__init__.py").write_text(f"raise RuntimeError('the project folder {name} was imported')\n")
+    api = (
+        "import jaxrl\n"
+        "run = jaxrl.train(env='snake', total_timesteps=2048, num_envs=8, run_dir='api', progress=False)\n"
+        "print('trained', run.summary['env_steps'])\n"
+    )
+    env = {**os.environ, "PYTHONPATH": ""}  # the folder is the script's first path entry, as in a user's project
+    steps = [
+        ([sys.executable, "-c", api], "trained 2048"),
+        ([sys.executable, "-m", "jaxrl.train", "env=CartPole-v1", "total_timesteps=2048", "run_dir=cli"], "done:"),
+        ([sys.executable, "-m", "jaxrl.eval", "cli", "episodes=2", "render=none"], "2 greedy episodes"),
+    ]
+    for command, said in steps:
+        proc = subprocess.run(command, cwd=tmp_path, env=env, capture_output=True, text=True, check=False)
+        assert proc.returncode == 0 and said in proc.stdout, proc.stderr[-2000:]

@@ -6,7 +6,7 @@ import dataclasses
 import numpy as np
 import pytest
 
-import envs
+from jaxrl import envs
 from jaxrl.config.curriculum import build_phases, traced
 from jaxrl.config.schema import ConfigError
 from jaxrl.train import main

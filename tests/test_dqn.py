@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from gymnax.environments import spaces
 
-import envs
+from jaxrl import envs
 from jaxrl.algos.dqn import DQN, DQNConfig, interval_crossed, q_targets
 from jaxrl.config.schema import TrainConfig
 from jaxrl.core import rollout

@@ -7,7 +7,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-import envs
+from jaxrl import envs
 
 OUR_ENVS = [name for name in envs.registered_names() if name not in gymnax.registered_envs]
 

@@ -4,9 +4,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from jaxrl.envs.grid import GridWorld
 
-import envs
-from envs.grid import GridWorld
+from jaxrl import envs
 
 STAY, UP, RIGHT, DOWN, LEFT, COLLECT = range(6)
 WALL, RESOURCE, AGENT, SELF = range(4)

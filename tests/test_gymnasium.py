@@ -7,7 +7,7 @@ import jax
 import numpy as np
 import pytest
 
-import envs
+from jaxrl import envs
 
 gymnasium = pytest.importorskip("gymnasium")
 
@@ -55,7 +55,7 @@ def test_settings_and_bad_render_mode():
 
 
 def test_rgb_array_is_the_replay_gifs_frame():
-    from envs.base import GIF_PIXELS, upscale
+    from jaxrl.envs.base import GIF_PIXELS, upscale
 
     env = envs.to_gymnasium("snake", render_mode="rgb_array")
     env.reset(seed=0)

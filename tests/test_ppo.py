@@ -6,7 +6,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-import envs
+from jaxrl import envs
 from jaxrl.algos.ppo import PPO, ObsStats, PPOConfig
 from jaxrl.config.compose import compose_config
 from jaxrl.config.schema import TrainConfig, make_env

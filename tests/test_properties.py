@@ -27,16 +27,15 @@ import pytest
 from flax import struct
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
-
-from envs.base import INT32_MAX
-from envs.grid import COLLECT, GridWorld
-from envs.grid import DCOL as GRID_DCOL
-from envs.grid import DROW as GRID_DROW
-from envs.grid import EnvParams as GridParams
-from envs.grid import EnvState as GridState
-from envs.snake import DCOL, DROW, START_LENGTH, Snake
-from envs.snake import EnvParams as SnakeParams
-from envs.snake import EnvState as SnakeState
+from jaxrl.envs.base import INT32_MAX
+from jaxrl.envs.grid import COLLECT, GridWorld
+from jaxrl.envs.grid import DCOL as GRID_DCOL
+from jaxrl.envs.grid import DROW as GRID_DROW
+from jaxrl.envs.grid import EnvParams as GridParams
+from jaxrl.envs.grid import EnvState as GridState
+from jaxrl.envs.snake import DCOL, DROW, START_LENGTH, Snake
+from jaxrl.envs.snake import EnvParams as SnakeParams
+from jaxrl.envs.snake import EnvState as SnakeState
 
 RESULTS = Path(__file__).resolve().parents[1] / "bench" / "results" / "property_suite.json"
 FAST = settings(max_examples=12, deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow])
@@ -966,7 +965,7 @@ def record_result(name: str, result: dict) -> None:
 def check_a_million(name: str, check: Callable, settings_strategy: st.SearchStrategy, env_settings: str) -> None:
     """Hypothesis draws SLOW's examples of `SLOW_WORLDS` worlds playing `SLOW_CHUNKS * SLOW_STEPS` steps; every
     transition is checked, a violation fails at once; what was checked is recorded."""
-    from bench.machine import describe
+    from jaxrl.bench.machine import describe
 
     runs, start = [], time.perf_counter()
 

@@ -6,8 +6,8 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-import envs
 import jaxrl
+from jaxrl import envs
 from jaxrl.algos.ppo import PPO, PPOConfig
 from jaxrl.config.schema import TrainConfig
 from jaxrl.core import networks, rollout

@@ -27,10 +27,10 @@ from pathlib import Path
 
 import jax
 import pytest
+from jaxrl.bench.machine import cpu_signature
+from jaxrl.bench.reference import RUNS as REFERENCE  # the settings: one home for the test and the command
 
 import jaxrl
-from bench.machine import cpu_signature
-from bench.reference import RUNS as REFERENCE  # the settings: one home for the test and the command
 
 ROOT = Path(__file__).resolve().parents[1]
 PINNED_ON = "0.10."
@@ -94,7 +94,7 @@ def test_short_reference_run_gives_the_pinned_figures(name, tmp_path):
 
 
 def test_first_difference_names_the_row_and_column_and_ignores_wall_clock():
-    from bench.reference import first_difference
+    from jaxrl.bench.reference import first_difference
 
     rows = [{"env_steps": "10", "score": "0.5", "loss": "nan", "sps": "100"}]
     assert first_difference(rows, [{**rows[0], "sps": "90", "loss": "nan"}]) is None
@@ -110,7 +110,7 @@ def test_first_difference_names_the_row_and_column_and_ignores_wall_clock():
     ],
 )
 def test_reference_command_refuses_bad_input_in_one_line(args, message, capsys):
-    from bench.reference import main
+    from jaxrl.bench.reference import main
 
     assert main(args) == 2
     err = capsys.readouterr().err.strip().splitlines()
@@ -121,7 +121,7 @@ def test_reference_command_refuses_bad_input_in_one_line(args, message, capsys):
 def test_a_commit_against_itself_gives_the_same_rows(tmp_path):
     """HEAD trained in a git worktree and in this checkout, one after the other: the same bits on one machine
     (when the checkout has uncommitted changes to the hot path, this says whether they moved the rows)."""
-    from bench.reference import main
+    from jaxrl.bench.reference import main
 
     if subprocess.run(["git", "diff", "--quiet", "HEAD", "--", "jaxrl", "envs"], cwd=ROOT, check=False).returncode:
         pytest.skip("jaxrl/ or envs/ has uncommitted changes: HEAD is not this checkout")

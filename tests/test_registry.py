@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-import envs
 import jaxrl
+from jaxrl import envs
 from jaxrl.train import main
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -126,7 +126,7 @@ def test_a_script_that_registers_its_env_trains_it_from_the_command_line(corrido
     script.write_text(
         textwrap.dedent(
             """
-            import envs
+            from jaxrl import envs
             from corridor import Corridor
             from jaxrl.train import main
 
@@ -158,7 +158,7 @@ def test_importing_envs_defers_gymnaxs_plotting_imports_until_they_are_used():
     script = textwrap.dedent(
         """
         import sys
-        import envs
+        from jaxrl import envs
         import gymnax.environments.misc.pong as pong
         loaded = {"seaborn", "matplotlib.pyplot", "scipy.stats", "IPython"} & set(sys.modules)
         assert not loaded, loaded

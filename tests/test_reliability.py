@@ -359,7 +359,7 @@ def test_the_number_of_chunks_does_not_change_the_result(settings, tmp_path):
 
 @pytest.mark.parametrize("name, settings", [("snake", {"size": 6}), ("grid", {"num_agents": 3})])
 def test_vmap_over_envs_equals_separate_single_env_runs(name, settings):
-    import envs
+    from jaxrl import envs
 
     env, params = envs.make(name, **settings)
     n, length = 6, 300  # past the grid's 256-step episodes

@@ -5,7 +5,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-import envs
+from jaxrl import envs
 
 UP, RIGHT, DOWN, LEFT = 0, 1, 2, 3
 

@@ -14,8 +14,8 @@ import jax
 import numpy as np
 import pytest
 
-import envs
 import jaxrl
+from jaxrl import envs
 from jaxrl.algos import base
 from jaxrl.config.schema import TrainConfig
 from jaxrl.config.validate import validate

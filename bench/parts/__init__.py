@@ -10,4 +10,4 @@ ORDER = ("env", "train", "memory", "score", "precision", "runs", "parity", "algo
 
 
 def load(name: str):
-    return importlib.import_module(f"bench.parts.{name}")
+    return importlib.import_module(f"jaxrl.bench.parts.{name}")

@@ -20,8 +20,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from bench.common import Context, evaluated_run, fmt_rate, whole_run
-from bench.parts.train import program_sps
+from jaxrl.bench.common import Context, evaluated_run, fmt_rate, whole_run
+from jaxrl.bench.parts.train import program_sps
 
 NAME = "algos"
 TITLE = "Recurrent PPO and PQN"

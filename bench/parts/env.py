@@ -14,9 +14,8 @@ import math
 from typing import Any
 
 import jax
-
-from bench import env_throughput as E
-from bench.common import (
+from jaxrl.bench import env_throughput as E
+from jaxrl.bench.common import (
     Context,
     best_times,
     compile_timed,

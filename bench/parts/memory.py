@@ -17,8 +17,7 @@ import math
 from typing import Any
 
 import jax
-
-from bench.common import Context, fmt_bytes, log_axes, out_of_memory, save_figure
+from jaxrl.bench.common import Context, fmt_bytes, log_axes, out_of_memory, save_figure
 
 NAME = "memory"
 TITLE = "Memory per env against num_envs"

@@ -22,7 +22,7 @@ import math
 import time
 from typing import Any
 
-from bench.common import Context, whole_run
+from jaxrl.bench.common import Context, whole_run
 
 NAME = "parity"
 TITLE = "Classic control: jaxrl's tuned defaults against PureJaxRL's defaults"
@@ -71,7 +71,7 @@ def reference_side(module: str, env: str, budget: float, seeds: int) -> dict[str
     """The PureJaxRL-shaped reference with its defaults, one run per seed (one compile), at `budget`."""
     import importlib
 
-    reference = importlib.import_module(f"bench.{module}")
+    reference = importlib.import_module(f"jaxrl.bench.{module}")
     t0 = time.perf_counter()
     runs = reference.run_references(env, range(seeds), TOTAL_TIMESTEPS=budget)
     return {

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from bench.common import Context, fmt_rate, fmt_ratio, whole_run
-from bench.parts.train import program_sps
+from jaxrl.bench.common import Context, fmt_rate, fmt_ratio, whole_run
+from jaxrl.bench.parts.train import program_sps
 
 NAME = "precision"
 TITLE = "Precision: fp32, tf32, bf16"

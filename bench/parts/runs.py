@@ -13,8 +13,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from bench.common import Context, fmt_rate, whole_run
-from bench.parts.train import program_sps
+from jaxrl.bench.common import Context, fmt_rate, whole_run
+from jaxrl.bench.parts.train import program_sps
 
 NAME = "runs"
 TITLE = "Training runs on Snake: default config and presets"

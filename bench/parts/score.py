@@ -20,8 +20,7 @@ import math
 from typing import Any
 
 import numpy as np
-
-from bench.common import Context, evaluated_run, fmt_rate
+from jaxrl.bench.common import Context, evaluated_run, fmt_rate
 
 NAME = "score"
 TITLE = "Time to score on Snake 10x10"
@@ -146,7 +145,7 @@ def run(ctx: Context) -> dict[str, Any]:
         if "target" in recipe:
             curve["target_met"] = [meets(r, recipe["target"]) for r in runs]
         out["curves"][recipe["label"]] = curve
-    from bench import sb3_peer
+    from jaxrl.bench import sb3_peer
 
     missing = sb3_peer.available()
     if missing:

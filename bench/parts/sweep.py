@@ -23,7 +23,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench.common import Context, fmt_rate
+from jaxrl.bench.common import Context, fmt_rate
 
 NAME = "sweep"
 TITLE = "Sweeps as one program"

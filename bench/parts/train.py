@@ -18,8 +18,7 @@ import time
 from typing import Any
 
 import jax
-
-from bench.common import Context, fmt_rate, fmt_ratio, log_axes, out_of_memory, save_figure, whole_run
+from jaxrl.bench.common import Context, fmt_rate, fmt_ratio, log_axes, out_of_memory, save_figure, whole_run
 
 NAME = "train"
 TITLE = "End-to-end training steps/s against num_envs"
@@ -98,7 +97,7 @@ def run(ctx: Context) -> dict[str, Any]:
     )
 
     # -- Snake: Stable-Baselines3 ---------------------------------------------------------------
-    from bench import sb3_peer
+    from jaxrl.bench import sb3_peer
 
     missing = sb3_peer.available()
     if missing:
@@ -129,8 +128,8 @@ def run(ctx: Context) -> dict[str, Any]:
                 )
 
     # -- CartPole: jaxrl beside the PureJaxRL-shaped references --------------------------------
-    from bench.purejaxrl_ref import run_reference as ppo_reference
-    from bench.train_throughput import purejaxrl_settings
+    from jaxrl.bench.purejaxrl_ref import run_reference as ppo_reference
+    from jaxrl.bench.train_throughput import purejaxrl_settings
 
     cart_sizes = ctx.pick([4], [4, 64], [4, 16, 64, 256, 1024], [4, 64, 1024, 4096, 16384])
     tmin = ctx.pick(4_096, 100_000, 500_000, 500_000)
@@ -164,7 +163,7 @@ def run(ctx: Context) -> dict[str, Any]:
         False,
     )
     try:
-        from bench.purejaxrl_dqn_ref import run_reference as dqn_reference
+        from jaxrl.bench.purejaxrl_dqn_ref import run_reference as dqn_reference
     except ImportError as e:
         ctx.skip(f"PureJaxRL-shaped DQN: {e}")
         dqn_reference = None

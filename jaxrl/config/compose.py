@@ -16,7 +16,7 @@ def _register(env_name: str) -> None:
     """Put the base schema, every algorithm's schema and this env's schema (and tuned defaults) in Hydra's store."""
     from hydra.core.config_store import ConfigStore
 
-    import envs
+    from jaxrl import envs
     from jaxrl.algos.base import algorithms
 
     cs = ConfigStore.instance()
@@ -62,7 +62,7 @@ def experiment_groups(name: str) -> dict[str, str]:
 
 def env_schema(env_name: str) -> Any:
     """A default instance of the env group's schema (UsageError for an unknown or unbuildable env)."""
-    import envs
+    from jaxrl import envs
 
     try:
         return envs.spec(env_name).schema()()

@@ -153,7 +153,7 @@ def for_config(cfg: Any, env: Any, env_params: Any, steps_per_update: int) -> Cu
     """The run's curriculum (None without one); ConfigError naming the first bad phase or key."""
     if not cfg.curriculum:
         return None
-    import envs
+    from jaxrl import envs
 
     shape_keys = tuple(envs.spec(cfg.env.name).shape_keys)
     check = getattr(env, "check_params", None)

@@ -94,7 +94,7 @@ def env_settings(cfg: TrainConfig) -> dict[str, Any]:
 
 def make_env(cfg: TrainConfig) -> tuple[Any, Any]:
     """(env, env_params) the config names, with its settings applied and checked; ConfigError otherwise."""
-    import envs
+    from jaxrl import envs
 
     try:
         return envs.spec(cfg.env.name).make(**env_settings(cfg))

@@ -8,10 +8,10 @@ import dataclasses
 import math
 from typing import Any
 
-from envs.base import INT32_MAX  # counts and sizes become int32 inside the compiled program
 from jaxrl.config.schema import DEVICES, TrainConfig, float32, logger_names
 from jaxrl.core.networks import ACTIVATIONS, NETWORKS, RECURRENT
 from jaxrl.core.precision import PRECISIONS
+from jaxrl.envs.base import INT32_MAX  # counts and sizes become int32 inside the compiled program
 from jaxrl.errors import ConfigError
 from jaxrl.run.loggers import logger_specs
 from jaxrl.scale import sweep as sweeps

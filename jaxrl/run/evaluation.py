@@ -48,9 +48,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from envs.base import GIF_PIXELS, upscale
 from jaxrl.algos.base import PolicyFn
 from jaxrl.config.compose import UsageError
+from jaxrl.envs.base import GIF_PIXELS, upscale
 from jaxrl.run.loggers import write_json
 
 EPISODE_INFO = ("score", "won")  # step info keys that describe the episode, carried to its end when the env has them

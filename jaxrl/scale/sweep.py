@@ -78,7 +78,7 @@ def _float_fields(config: Any) -> list[str]:
 
 def _env_numbers(cfg: TrainConfig) -> list[str]:
     """The env's numeric `EnvParams` fields (traced values; booleans are switches, not hyperparameters)."""
-    import envs
+    from jaxrl import envs
 
     fields = envs.spec(cfg.env.name).param_fields
     return [k for k, v in fields.items() if isinstance(v, int | float) and not isinstance(v, bool)]
@@ -86,7 +86,7 @@ def _env_numbers(cfg: TrainConfig) -> list[str]:
 
 def _check_key(cfg: TrainConfig, key: str) -> None:
     """ConfigError unless `key` (e.g. "algo.lr") can be swept in this run."""
-    import envs
+    from jaxrl import envs
 
     group, _, name = key.partition(".")
     if group not in GROUPS or not name or "." in name:
