@@ -7,15 +7,19 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def modules(root: Path, packages: tuple[str, ...]) -> dict[str, Path]:
-    """Dotted module name -> file, for every .py file under the packages."""
+# Each folder and the package name it installs as (pyproject.toml's package-dir).
+PACKAGES = {"jaxrl": "jaxrl", "envs": "jaxrl.envs", "bench": "jaxrl.bench"}
+
+
+def modules(root: Path, packages: dict[str, str]) -> dict[str, Path]:
+    """Dotted module name (as installed) -> file, for every .py file under the folders."""
     found = {}
-    for package in packages:
-        for path in sorted((root / package).rglob("*.py")):
-            parts = list(path.relative_to(root).with_suffix("").parts)
+    for folder, name in packages.items():
+        for path in sorted((root / folder).rglob("*.py")):
+            parts = list(path.relative_to(root / folder).with_suffix("").parts)
             if parts[-1] == "__init__":
                 parts.pop()
-            found[".".join(parts)] = path
+            found[".".join([name, *parts])] = path
     return found
 
 
@@ -72,7 +76,7 @@ def cycles(known: dict[str, Path]) -> list[list[str]]:
 
 
 def test_no_import_cycles_in_jaxrl_envs_or_bench():
-    assert cycles(modules(ROOT, ("jaxrl", "envs", "bench"))) == []
+    assert cycles(modules(ROOT, PACKAGES)) == []
 
 
 def test_the_cycle_check_finds_a_cycle_through_a_function_level_import(tmp_path):
@@ -84,7 +88,7 @@ def test_the_cycle_check_finds_a_cycle_through_a_function_level_import(tmp_path)
     (pkg / "sub" / "b.py").write_text("def f():\n    from .c import g\n")
     (pkg / "sub" / "c.py").write_text("from pkg import a\n")
     (pkg / "d.py").write_text("from pkg.sub import b\n")
-    assert cycles(modules(tmp_path, ("pkg",))) == [["pkg.a", "pkg.sub.b", "pkg.sub.c"]]
+    assert cycles(modules(tmp_path, {"pkg": "pkg"})) == [["pkg.a", "pkg.sub.b", "pkg.sub.c"]]
 
 
 def test_jaxrl_keeps_its_roles_in_folders():
@@ -94,3 +98,14 @@ def test_jaxrl_keeps_its_roles_in_folders():
     assert len(top) <= 10, top
     for folder in ("core", "algos", "run", "config", "scale"):
         assert (ROOT / "jaxrl" / folder / "__init__.py").is_file(), folder
+
+
+def test_envs_stand_alone_from_the_learner():
+    """envs/ simulates and jaxrl/ learns: no env module imports anything of jaxrl outside jaxrl.envs."""
+    known = modules(ROOT, PACKAGES)
+    outside = {
+        name: sorted(m for m in imports_of(name, path, known) if not m.startswith("jaxrl.envs"))
+        for name, path in known.items()
+        if name.startswith("jaxrl.envs")
+    }
+    assert {name: found for name, found in outside.items() if found} == {}
