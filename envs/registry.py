@@ -96,15 +96,19 @@ class EnvSpec:
     def make(self, **settings: Any) -> tuple[Any, Any]:
         """(env, env_params) with constructor settings and EnvParams overrides (None: the default) applied
         and checked: ValueError from the constructor, EnvSettingError for a parameter out of range."""
-        ctor = {k: v for k, v in settings.items() if k in self.shape_keys}
-        overrides = {k: v for k, v in settings.items() if k not in ctor and v is not None}
-        env, params = self.build(**ctor)
+        env, params = self.build(**{k: v for k, v in settings.items() if k in self.shape_keys})
+        return env, self.with_params(env, params, **settings)
+
+    def with_params(self, env: Any, params: Any, **settings: Any) -> Any:
+        """`params` of a built `env` with the EnvParams settings among `settings` (None: keep) applied and
+        checked; constructor settings are skipped (they fixed `env`). No env is built."""
+        overrides = {k: v for k, v in settings.items() if k not in self.shape_keys and v is not None}
         unknown = [k for k in overrides if not hasattr(params, k)]
         if unknown:
             raise EnvSettingError(f"{unknown[0]} is not a parameter of {self.name}")
         params = params.replace(**overrides)
         self.check(env, params)
-        return env, params
+        return params
 
     @staticmethod
     def check(env: Any, params: Any) -> None:

@@ -22,7 +22,7 @@ USAGE = """usage: python -m jaxrl.train [key=value ...]
   seed=0 num_seeds=1 num_envs=1024 total_timesteps=2e7 num_chunks=50
   run_dir=PATH overwrite=false device=auto|cpu|tpu|gpu|metal progress=true|false preset=fast|heavy|beast (ppo)
   experiment=snake_perfect   a shipped recipe (env settings, algorithm, schedule); key=value still overrides it
-  devices=1|N|all seed_devices=1 env_groups=N   shard over local devices (mesh seed x env; README "Several devices")
+  devices=1|N|all seed_devices=1 env_groups=N   shard over local devices (mesh seed x env; docs/devices.md)
   sweep.algo.lr=[1e-4,3e-4,1e-3] sweep.env.reward_death=[-1,-2]   a grid of float settings trained in one program
   distributed=true [coordinator_address=HOST:PORT num_processes=N process_id=I] devices=all   one run over hosts
   checkpoint.every_steps=N checkpoint.every_minutes=10 checkpoint.keep=3
@@ -58,10 +58,6 @@ def usage(argv: list[str]) -> str:
 def main(argv: list[str] | None = None) -> int:
     """Exit codes: 0 done, 2 bad input, 3 a non-finite loss or parameter, 4 outputs could not be saved,
     130 stopped by Ctrl-C (after saving a checkpoint)."""
-    from pathlib import Path
-
-    from jaxrl.scale.distributed import join_early
-
     argv = sys.argv[1:] if argv is None else argv
     if any(a in ("-h", "--help", "help") for a in argv):
         print(usage(argv))
@@ -69,11 +65,11 @@ def main(argv: list[str] | None = None) -> int:
     try:
         resume = [a.partition("=")[2] for a in argv if a.startswith("resume=")]
         overrides = [a for a in argv if not a.startswith("resume=")]
-        join_early(overrides, Path(resume[-1]).expanduser() / "config.yaml" if resume else None)  # before jax starts
-        from jaxrl.api import compose, run_training
+        from jaxrl.api import compose
+        from jaxrl.run import build
 
         cfg, resolved, run_dir = compose(overrides, resume[-1] if resume else None)
-        ctx = run_training(cfg, resolved, resume=run_dir)
+        ctx = build.train(cfg, resolved, resume=run_dir)
     except (ConfigError, NonFiniteError, SaveError) as e:  # one line each; what was saved is kept
         print(f"error: {e}", file=sys.stderr)
         return 3 if isinstance(e, NonFiniteError) else 4 if isinstance(e, SaveError) else 2

@@ -43,9 +43,8 @@ def train_run(algo, key):
 def three_chunks(algo, steps_per_update: int):
     """A 2-seed, 4-env CartPole run of 7 updates of `algo` (a config dataclass) through one compiled chunk
     of 3, run as chunks of 3, 3 and 1: the runner it ends with."""
-    from jaxrl import envs
     from jaxrl.config.schema import TrainConfig
-    from jaxrl.run.driver import Program
+    from jaxrl.run import build
 
     cfg = TrainConfig(
         env=env_config("CartPole-v1"),
@@ -55,7 +54,7 @@ def three_chunks(algo, steps_per_update: int):
         total_timesteps=steps_per_update * 7,
         num_chunks=3,
     )
-    program = Program(cfg, *envs.make("CartPole-v1"))
+    program = build.program(cfg)
     runner, _ = program.compile()
     for active in (3, 3, 1):
         runner, _ = program.run_chunk(runner, active)

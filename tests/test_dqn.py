@@ -12,7 +12,7 @@ from jaxrl.algos.dqn import DQN, DQNConfig, interval_crossed, q_targets
 from jaxrl.config.schema import TrainConfig
 from jaxrl.core import rollout
 from jaxrl.core.replay import Batch, ReplayBuffer
-from jaxrl.run.driver import Program
+from jaxrl.run import build
 from tests.helpers import count_traces, env_config, train_run
 from tests.test_ppo import bias_values, final_mean, random_snake_score, with_unit_gradient
 
@@ -444,8 +444,7 @@ def test_one_trace_serves_every_dqn_chunk(monkeypatch):
     cfg = TrainConfig(
         env=env_config("CartPole-v1"), algo=algo, num_envs=4, num_seeds=2, total_timesteps=8 * 7, num_chunks=3
     )
-    env, params = envs.make("CartPole-v1")
-    program = Program(cfg, env, params)
+    program = build.program(cfg)
     assert (program.num_updates, program.chunk, program.steps_per_update) == (7, 3, 8)
     runner, _ = program.compile()
     for active in (3, 3, 1):

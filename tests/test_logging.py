@@ -181,3 +181,6 @@ def test_a_logger_whose_package_is_missing_names_it_and_its_extra(monkeypatch):
     loggers.register_logger("mlflow", ListLog, needs="no_such_module_here", extra="mlflow")
     with pytest.raises(ImportError, match=r"logger=mlflow needs no_such_module_here: pip install 'jaxrl\[mlflow\]'"):
         loggers.check_loggers(("csv", "mlflow"))
+    loggers.register_logger("aim", ListLog, needs="no_such_module_here")  # a package of its own, no jaxrl extra
+    with pytest.raises(ImportError, match=r"logger=aim needs no_such_module_here: pip install no_such_module_here$"):
+        loggers.check_loggers(("aim",))

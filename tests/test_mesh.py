@@ -16,8 +16,8 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from jaxrl.algos.ppo import group_permutations
 from jaxrl.core import groups
+from jaxrl.core.groups import permutations as group_permutations
 from jaxrl.core.replay import ReplayBuffer
 
 SCRIPT = Path(__file__).with_name("multi_device.py")

@@ -12,7 +12,7 @@ from jaxrl.config.compose import compose_config
 from jaxrl.config.schema import TrainConfig, make_env
 from jaxrl.core import losses
 from jaxrl.core.loop import make_train
-from jaxrl.run.driver import Program
+from jaxrl.run import build
 from tests.helpers import count_traces, env_config, train_run
 
 
@@ -103,8 +103,7 @@ def test_one_trace_serves_every_chunk(monkeypatch):
         total_timesteps=64 * 7,
         num_chunks=3,
     )
-    env, params = envs.make("CartPole-v1")
-    program = Program(cfg, env, params)
+    program = build.program(cfg)
     assert (program.num_updates, program.chunk) == (7, 3)  # chunks of 3, 3 and 1 updates
     runner, _ = program.compile()
     sizes = []
@@ -152,7 +151,7 @@ def test_reward_scale_scales_learning_rewards_not_metrics():
 
 @pytest.mark.parametrize("count", [0, 1, 3, 4, 11, 40])
 def test_values_where_is_exact_for_any_number_of_rows(count):
-    from jaxrl.algos.ppo import values_where
+    from jaxrl.algos.common import values_where
 
     obs = jax.random.normal(jax.random.key(0), (40, 3))
     mask = jnp.zeros(40, bool).at[jax.random.permutation(jax.random.key(1), 40)[:count]].set(True)

@@ -13,9 +13,9 @@ import pytest
 import jaxrl
 from jaxrl.algos.ppo import PPO
 from jaxrl.config.compose import compose_config
-from jaxrl.config.schema import make_env
 from jaxrl.core.networks import ActorCritic, QNetwork
 from jaxrl.core.precision import matmul_precision
+from jaxrl.run import build
 from jaxrl.run.driver import Hook, Program
 from jaxrl.train import main as train_main
 
@@ -97,7 +97,7 @@ ALGOS = {
 
 def program(overrides: list[str]) -> Program:
     cfg, _ = compose_config([*overrides, "total_timesteps=4096"])
-    return Program(cfg, *make_env(cfg), chunk=3)
+    return build.program(cfg, chunk=3)
 
 
 @pytest.mark.parametrize("algo", list(ALGOS))

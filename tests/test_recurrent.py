@@ -8,7 +8,8 @@ import pytest
 
 import jaxrl
 from jaxrl import envs
-from jaxrl.algos.ppo import PPO, PPOConfig
+from jaxrl.algos.ppo import PPOConfig
+from jaxrl.algos.recurrent_ppo import RecurrentPPO as PPO
 from jaxrl.config.schema import TrainConfig
 from jaxrl.core import networks, rollout
 from tests.helpers import count_traces, env_config, three_chunks

@@ -391,14 +391,14 @@ def test_vmap_over_envs_equals_separate_single_env_runs(name, settings):
 @pytest.mark.parametrize("algo", ["ppo", pytest.param("dqn", marks=pytest.mark.slow)])
 def test_vmap_over_seeds_equals_separate_runs(algo):
     from jaxrl.algos.base import get
-    from jaxrl.config.schema import TrainConfig, make_env
-    from jaxrl.run.driver import Program
+    from jaxrl.config.schema import TrainConfig
+    from jaxrl.run import build
     from tests.helpers import env_config
 
     spec = get(algo)
     small = {"num_steps": 16, "num_minibatches": 2} if algo == "ppo" else {"buffer_size": 256, "learning_starts": 64}
     cfg = TrainConfig(env=env_config("CartPole-v1"), algo=spec.config(**small), num_envs=4, total_timesteps=1024)
-    program = Program(cfg, *make_env(cfg))
+    program = build.program(cfg)
     algo_ = program.algo
     from jaxrl.core.loop import make_train
 
@@ -446,15 +446,15 @@ def test_a_run_of_1e11_env_steps_fits_its_counters():
     figures are float32 or exact integer arithmetic on it: tests/test_dqn.py, tests/test_ppo.py), refused with one
     line when they would not."""
     from jaxrl.config.compose import compose_config
-    from jaxrl.config.schema import ConfigError, make_env
-    from jaxrl.run.driver import Program
+    from jaxrl.config.schema import ConfigError
+    from jaxrl.run import build
 
     cfg, _ = compose_config(["env=snake", "total_timesteps=1e11"])
-    program = Program(cfg, *make_env(cfg))
+    program = build.program(cfg)
     assert program.num_updates * program.steps_per_update <= 1e11 < (program.num_updates + 1) * program.steps_per_update
     assert program.num_updates < 2**31 - 1
     runner = program.abstract_runner()
     assert runner.update.dtype == jnp.int32
     cfg, _ = compose_config(["env=CartPole-v1", "algo=dqn", "num_envs=4", "algo.train_freq=4", "total_timesteps=1e11"])
     with pytest.raises(ConfigError, match=r"^total_timesteps=1e\+11 is 25,000,000,000 updates of 4 env steps"):
-        Program(cfg, *make_env(cfg))
+        build.program(cfg)

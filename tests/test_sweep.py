@@ -15,11 +15,10 @@ import numpy as np
 import pytest
 
 import jaxrl
-from jaxrl import envs
 from jaxrl.algos import base
 from jaxrl.config.schema import TrainConfig
 from jaxrl.config.validate import validate
-from jaxrl.run.driver import Program
+from jaxrl.run import build
 from jaxrl.scale.sweep import Sweep, flatten, parse
 from jaxrl.train import main as train_main
 from tests.helpers import count_traces, env_config
@@ -66,7 +65,7 @@ def test_every_float_setting_of_every_algorithm_traces_as_a_sweep(name):
         sweep={"algo": {k: [getattr(algo, k)] for k in floats}, "env": {"gravity": [9.8, 5.0]}},
     )
     validate(cfg)
-    program = Program(cfg, *envs.make("CartPole-v1"))
+    program = build.program(cfg)
     assert program.population == 2 and set(program.hypers) == set(floats)
     assert program.swept_env_fields == ("gravity",)
     runner = program.abstract_runner()
@@ -114,7 +113,7 @@ def test_a_sweep_compiles_one_chunk_program(monkeypatch):
         num_chunks=3,
         sweep={"algo": {"lr": [1e-4, 3e-4, 1e-3]}},
     )
-    program = Program(cfg, *envs.make("CartPole-v1"))
+    program = build.program(cfg)
     runner, _ = program.compile()
     for active in (3, 3, 1):
         runner, stats = program.run_chunk(runner, active)

@@ -17,13 +17,12 @@ import jax
 import jax.numpy as jnp
 import optax
 from flax import struct
-from gymnax.environments import spaces
 
 from jaxrl.algos.base import Allocation, register
+from jaxrl.algos.common import feed_forward_only, linear_epsilon, q_network
 from jaxrl.config.schema import ConfigError, TrainConfig, agents_per_world, env_groups, float32
 from jaxrl.config.validate import in_range, positive
-from jaxrl.core import networks, rollout
-from jaxrl.core.precision import compute_dtype
+from jaxrl.core import rollout
 from jaxrl.core.replay import Batch, ReplayBuffer, ReplayState
 from jaxrl.core.stats import UpdateStats, all_finite, global_norm
 from jaxrl.core.vector import VectorEnv
@@ -99,47 +98,6 @@ class DQNConfig:
                 f"algo.batch_size={self.batch_size} must divide by env_groups={g}: each group samples as many"
                 " transitions from its own envs"
             )
-
-
-def feed_forward_only(algo: str, network: str) -> None:
-    """ConfigError for a recurrent network on an algorithm without sequence replay (no R2D2 here)."""
-    if network in networks.RECURRENT:
-        raise ConfigError(
-            f"algo.network={network} is invalid with algo={algo}: it has no sequence replay for a recurrent"
-            f" Q-network; use algo.network=mlp|cnn, or algo=ppo algo.network={network}"
-        )
-
-
-def q_network(cfg: TrainConfig, vec: VectorEnv, env_params: Any) -> tuple[Any, networks.QNetwork]:
-    """(one agent's observation space, the Q-network) of a value-based run (DQN, PQN); ConfigError for
-    continuous actions or a CNN on flat observations."""
-    env, algo = vec.env, cfg.algo
-    action_space = vec.action_space(env_params)  # one agent's
-    if not isinstance(action_space, spaces.Discrete):
-        raise ConfigError(f"algo={algo.name} needs discrete actions; {env.name} has continuous ones (use algo=ppo)")
-    obs_space = vec.observation_space(env_params)
-    obs_shape = tuple(obs_space.shape)
-    if algo.network == "cnn" and len(obs_shape) != 3:
-        raise ConfigError(f"algo.network=cnn needs (H, W, C) observations; {env.name} gives {obs_shape}")
-    network = networks.QNetwork(
-        num_actions=int(action_space.n),
-        network=algo.network,
-        hidden=tuple(algo.hidden),
-        channels=tuple(algo.channels),
-        activation=algo.activation,
-        obs_ndim=len(obs_shape),
-        dtype=compute_dtype(cfg.precision),  # parameters stay float32
-        layer_norm=algo.layer_norm,
-    )
-    return obs_space, network
-
-
-def linear_epsilon(algo: Any, total_timesteps: float, env_steps: jax.Array) -> jax.Array:
-    """Linear decay from algo.epsilon_start to algo.epsilon_end over algo.epsilon_decay of the run
-    (env_steps: float32 env steps per seed so far)."""
-    span = jnp.maximum(algo.epsilon_decay * total_timesteps, 1.0)  # traced when a sweep sets epsilon_decay
-    frac = jnp.clip(env_steps / span, 0.0, 1.0)
-    return algo.epsilon_start + frac * (algo.epsilon_end - algo.epsilon_start)
 
 
 def schedule(num_envs: int, train_freq: int, gradient_steps: int) -> tuple[int, int]:

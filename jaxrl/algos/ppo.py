@@ -1,12 +1,13 @@
 """PPO: rollout, GAE and all epochs x minibatches of SGD as one update of the core loop (`jaxrl.core.loop`).
 
-`PPO(cfg, env, env_params)` holds the static pieces: network, optimizer and derived sizes.
-`init(key)` builds a `PPORunner`, `update(runner)` collects one rollout and learns from it.
+`PPO(cfg, env, env_params)` holds the static pieces of a feed-forward run: network, optimizer and
+derived sizes. `init(key)` builds a `PPORunner`, `update(runner)` collects one rollout and learns
+from it in minibatches of transitions.
 
-With a recurrent network (`algo.network=gru|lstm`) the rollout is cut into sequences of
-`algo.bptt_horizon` steps per stream; the carry each sequence started from is stored, and every
-epoch shuffles whole sequences into minibatches and runs the network over them in time order
-(truncated backpropagation through time), resetting the carry where an episode started.
+A recurrent network (`algo.network=gru|lstm`) is `RecurrentPPO` (`jaxrl.algos.recurrent_ppo`), a
+subclass that overrides the few steps a carried memory changes; `algo=ppo` is registered there,
+its factory picking the class by `algo.network`. The config (`PPOConfig`) and the sizes it checks
+serve both and stay here.
 """
 
 from __future__ import annotations
@@ -15,16 +16,18 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
+import flax.linen as nn
 import jax
 import jax.numpy as jnp
 import optax
 from flax import struct
 from gymnax.environments import spaces
 
-from jaxrl.algos.base import Allocation, register
+from jaxrl.algos.base import Allocation
+from jaxrl.algos.common import epoch_rates, truncated_values
 from jaxrl.config.schema import ConfigError, TrainConfig, agents_per_world, env_groups
 from jaxrl.config.validate import in_range, non_negative, positive
-from jaxrl.core import groups, losses, networks, rollout, shuffle
+from jaxrl.core import groups, losses, networks, rollout
 from jaxrl.core.precision import compute_dtype
 from jaxrl.core.replay import ObsCodec
 from jaxrl.core.stats import UpdateStats, all_finite, global_norm
@@ -72,7 +75,7 @@ class PPOConfig:
             non_negative(f"algo.{name}", getattr(self, name))
         count = minibatches(cfg)
         if self.network in networks.RECURRENT:
-            num_sequences, count = sequences(cfg)
+            num_sequences, count = sequence_sizes(cfg)
             groups.check_split(env_groups(cfg), num_sequences, count, "BPTT sequences")
         else:
             groups.check_split(
@@ -119,25 +122,12 @@ def minibatches(cfg: TrainConfig) -> int:
     return batch // size
 
 
-def epoch_rates(lr: float, anneal: bool, update: jax.Array, num_updates: int, epochs: int, count: int) -> jax.Array:
-    """(epochs, count) learning rates of the optimizer steps of update `update` (of `num_updates`),
-    `count` minibatches per epoch: `lr`, or, annealed, linear from lr at the run's first step to 0
-    after its last (float32 from the update counter; see `PPO.learning_rates`)."""
-    shape = (epochs, count)
-    if not anneal:
-        return jnp.full(shape, lr, jnp.float32)
-    per_update = epochs * count
-    total = float(num_updates * per_update)  # a Python int past 2^31 would not pass as int32
-    steps = update.astype(jnp.float32) * per_update + jnp.arange(per_update).reshape(shape)
-    return lr * (1 - jnp.clip(steps, 0, total) / total)
-
-
 def horizon(algo: PPOConfig) -> int:
     """Steps per BPTT sequence: algo.bptt_horizon, or the whole rollout."""
     return algo.num_steps if algo.bptt_horizon is None else algo.bptt_horizon
 
 
-def sequences(cfg: TrainConfig) -> tuple[int, int]:
+def sequence_sizes(cfg: TrainConfig) -> tuple[int, int]:
     """(sequences per rollout, minibatches per epoch) of a recurrent run; ConfigError when the horizon
     does not divide the rollout or the minibatches do not split whole sequences."""
     a = cfg.algo
@@ -219,36 +209,8 @@ class Transition:
     truncated: jax.Array
 
 
-def group_permutations(key: jax.Array, n: int, count: int, num_groups: int) -> jax.Array:
-    """(count, groups, n / groups): `count` random permutations of each env group's n / groups items
-    (`jaxrl.core.groups`); with one group, `shuffle.permutations(key, n, count)` itself."""
-    if num_groups == 1:
-        return shuffle.permutations(key, n, count)[:, None]
-    draw = lambda k: shuffle.permutations(k, n // num_groups, count)
-    return jax.vmap(draw, out_axes=1)(groups.keys(key, num_groups))
-
-
-def values_where(value_fn, inputs: Any, mask: jax.Array, rows: int) -> jax.Array:
-    """`value_fn(inputs)` on the rows where `mask` holds, 0 elsewhere, evaluated `rows` rows at a time;
-    `inputs` is an array or a pytree of them (observation and carry), each with a leading row axis.
-
-    Truncations are rare, so evaluating the critic on a few gathered rows (repeated until every
-    masked row is done: exact however many there are) beats a pass over the whole batch.
-    """
-    n = mask.shape[0]
-
-    def body(carry):
-        pending, out = carry
-        idx = jnp.nonzero(pending, size=rows, fill_value=n)[0]  # n marks an unused slot
-        values = value_fn(jax.tree.map(lambda x: x[jnp.minimum(idx, n - 1)], inputs))
-        return pending.at[idx].set(False, mode="drop"), out.at[idx].set(values, mode="drop")
-
-    _, out = jax.lax.while_loop(lambda c: c[0].any(), body, (mask, jnp.zeros(n, jnp.float32)))
-    return out
-
-
 class PPO:
-    """Static pieces of a PPO run: env, network, optimizer and derived sizes."""
+    """Static pieces of a feed-forward PPO run: env, network, optimizer and derived sizes."""
 
     def __init__(self, cfg: TrainConfig, env: Any, env_params: Any):
         self.cfg, self.algo = cfg, cfg.algo
@@ -258,44 +220,37 @@ class PPO:
         self.continuous = isinstance(action_space, spaces.Box)
         if self.continuous:
             self.action_low, self.action_high = action_space.low, action_space.high
-            num_actions = int(math.prod(action_space.shape))
-        else:
-            num_actions = int(action_space.n)
-        self.num_actions = num_actions  # policy outputs: logits, or the action dimension
-        self.action_size = num_actions if self.continuous else 1  # numbers per action
-        obs_shape = tuple(self.vec.observation_space(env_params).shape)  # one agent's view
-        self.recurrent = self.algo.network in networks.RECURRENT
-        if self.recurrent and self.algo.torso == "cnn" and len(obs_shape) != 3:
-            raise ConfigError(f"algo.torso=cnn needs (H, W, C) observations; {env.name} gives {obs_shape}")
-        if self.algo.network == "cnn" and len(obs_shape) != 3:
-            raise ConfigError(f"algo.network=cnn needs (H, W, C) observations; {env.name} gives {obs_shape}")
-        common = {
-            "num_actions": num_actions,
-            "continuous": self.continuous,
-            "hidden": tuple(self.algo.hidden),
-            "channels": tuple(self.algo.channels),
-            "activation": self.algo.activation,
-            "obs_ndim": len(obs_shape),
-            "layer_norm": self.algo.layer_norm,
-            "dtype": compute_dtype(cfg.precision),  # parameters stay float32
-        }
-        if self.recurrent:
-            self.network = networks.RecurrentActorCritic(
-                cell=self.algo.network, torso=self.algo.torso, rnn_hidden=self.algo.rnn_hidden, **common
-            )
-        else:
-            self.network = networks.ActorCritic(network=self.algo.network, shared=self.algo.shared_torso, **common)
-        self.obs_shape = obs_shape
+        self.num_actions = policy_outputs(action_space)  # logits, or the action dimension
+        self.action_size = self.num_actions if self.continuous else 1  # numbers per action
+        obs_space = self.vec.observation_space(env_params)
+        self.obs_shape = tuple(obs_space.shape)  # one agent's view
+        self.network = self.make_network(self.network_settings())
         # Rollout observations are stored bit-packed when binary (Snake, the grid): 38 bytes of a
         # 10x10x3 board instead of 300, unpacked per minibatch where the network reads them.
-        self.obs_codec = ObsCodec.for_space(self.vec.observation_space(env_params))
-        self.horizon = horizon(self.algo)
+        self.obs_codec = ObsCodec.for_space(obs_space)
         self.groups = env_groups(cfg)  # env groups that shuffle on their own (jaxrl.core.groups)
-        if self.recurrent:
-            self.num_sequences, self.num_minibatches = sequences(cfg)
-        else:
-            self.num_minibatches = minibatches(cfg)
+        self.num_minibatches = minibatches(cfg)
         self.optimizer = self.optimizer_with(self.algo.lr)  # its state; each step runs at `learning_rates`
+
+    def network_settings(self) -> dict[str, Any]:
+        """What every actor-critic takes: heads, layer widths, activation, compute dtype."""
+        a = self.algo
+        return {
+            "num_actions": self.num_actions,
+            "continuous": self.continuous,
+            "hidden": tuple(a.hidden),
+            "channels": tuple(a.channels),
+            "activation": a.activation,
+            "obs_ndim": len(self.obs_shape),
+            "layer_norm": a.layer_norm,
+            "dtype": compute_dtype(self.cfg.precision),  # parameters stay float32
+        }
+
+    def make_network(self, settings: dict[str, Any]) -> nn.Module:
+        """The feed-forward actor-critic (MLP or CNN; one torso shared, or one each)."""
+        if self.algo.network == "cnn" and len(self.obs_shape) != 3:
+            raise ConfigError(f"algo.network=cnn needs (H, W, C) observations; {self.env.name} gives {self.obs_shape}")
+        return networks.ActorCritic(network=self.algo.network, shared=self.algo.shared_torso, **settings)
 
     # -- derived sizes -------------------------------------------------------------
 
@@ -303,6 +258,11 @@ class PPO:
     def batch_size(self) -> int:
         """Transitions per update per seed (one per agent per env step)."""
         return self.vec.streams * self.algo.num_steps
+
+    @property
+    def num_shuffled(self) -> int:
+        """What an epoch shuffles into minibatches: the update's transitions."""
+        return self.batch_size
 
     @property
     def steps_per_update(self) -> int:
@@ -316,29 +276,24 @@ class PPO:
         return size
 
     @property
-    def bootstrap_rows(self) -> int:
-        """Rows per critic pass over truncated envs' final observations (see `values_where`)."""
-        return max(1, self.vec.streams // 16)
-
-    @property
     def num_updates(self) -> int:
         """Updates in the run (total_timesteps rounded down to whole updates)."""
         return max(1, int(self.cfg.total_timesteps) // self.steps_per_update)
 
     def memory(self) -> list[Allocation]:
         """The rollout storage of one update (observations, actions, log-probs, values, rewards, flags)."""
-        # stored observation, action, log-prob, value, next value, reward, advantage and target, two flags
-        per_step = self.obs_codec.stored_bytes + 4 * max(1, self.action_size) + 4 * 6 + 2
-        if self.recurrent:  # the stored start carries, and the reset flags
-            carry = self.initial_carry(1)
-            per_step += 1 + sum(x.size * 4 for x in jax.tree.leaves(carry)) // self.horizon
         return [
             Allocation(
                 f"the rollout ({self.batch_size:,} transitions)",
-                self.batch_size * per_step,
+                self.batch_size * self.bytes_per_step(),
                 "num_envs or algo.num_steps",
             )
         ]
+
+    def bytes_per_step(self) -> int:
+        """Rollout bytes per transition: stored observation, action, log-prob, value, next value, reward,
+        advantage and target, two flags."""
+        return self.obs_codec.stored_bytes + 4 * max(1, self.action_size) + 4 * 6 + 2
 
     # -- init -------------------------------------------------------------------------------
 
@@ -347,10 +302,7 @@ class PPO:
         key, net_key, reset_key = jax.random.split(key, 3)
         env_params = self.env_params if env_params is None else env_params  # a sweep member's own
         envs = rollout.reset(self.vec, reset_key, env_params, self.initial_carry(self.vec.streams))
-        if self.recurrent:
-            params = self.network.init(net_key, self.initial_carry(1), envs.obs[None, :1], jnp.zeros((1, 1), bool))
-        else:
-            params = self.network.init(net_key, envs.obs[:1])
+        params = self.init_params(net_key, envs.obs)
         return PPORunner(
             params=params,
             opt_state=self.optimizer.init(params),
@@ -359,6 +311,10 @@ class PPO:
             update=jnp.zeros((), jnp.int32),
             obs_stats=ObsStats.create(self.obs_shape) if self.algo.normalize_obs else None,
         )
+
+    def init_params(self, key: jax.Array, obs: jax.Array) -> Any:
+        """Fresh network parameters, shaped by the first row of `obs` (streams, ...)."""
+        return self.network.init(key, obs[:1])
 
     # -- acting -----------------------------------------------------------------------------
 
@@ -370,24 +326,17 @@ class PPO:
         self, params: Any, obs_stats: ObsStats | None, carry: Any, obs: jax.Array
     ) -> tuple[Any, Any, jax.Array]:
         """(carry, policy head output, value) for a batch of observations: the one network pass that
-        acting in the rollout, the greedy policy and the loss share. The carry passes through
-        unchanged for a feed-forward network; a recurrent one steps it."""
-        if self.recurrent:
-            return self.network.apply(params, carry, self.prepare(obs_stats, obs), method="step")
+        acting in the rollout, the greedy policy and the loss share. The carry (None) passes through."""
         pi, value = self.network.apply(params, self.prepare(obs_stats, obs))
         return carry, pi, value
 
     def value(self, params: Any, obs_stats: ObsStats | None, carry: Any, obs: jax.Array) -> jax.Array:
-        """The critic's value of a batch of observations (for a recurrent network: stepped from `carry`)."""
-        if self.recurrent:
-            return self.forward(params, obs_stats, carry, obs)[2]
+        """The critic's value of a batch of observations (the critic alone; no carry)."""
         return self.network.apply(params, self.prepare(obs_stats, obs), method="value")
 
     def initial_carry(self, batch: int) -> Any:
-        """Zeros of the recurrent cell's carry for `batch` streams; None for a feed-forward network."""
-        if not self.recurrent:
-            return None
-        return networks.initial_carry(self.algo.network, batch, self.algo.rnn_hidden)
+        """Feed-forward network: no carry."""
+        return None
 
     def policy_params(self, runner: PPORunner) -> tuple[Any, ObsStats | None]:
         """The network parameters and the observation statistics the policy acts with."""
@@ -422,10 +371,7 @@ class PPO:
         value_fn = lambda inputs: self.value(runner.params, runner.obs_stats, *inputs)
         # Only truncated steps bootstrap from final_observation (a recurrent critic steps on from the
         # carry after this action, before its reset); `collect` fills in the rest.
-        rows = max(1, self.bootstrap_rows // self.groups)
-        truncated_value = groups.by_group(lambda inputs, mask: values_where(value_fn, inputs, mask, rows), self.groups)(
-            (carry, step.final_obs), step.truncated
-        )
+        truncated_value = truncated_values(value_fn, (carry, step.final_obs), step.truncated, self.groups)
         transition = Transition(
             self.obs_codec.encode(step.obs),
             action,
@@ -449,45 +395,29 @@ class PPO:
 
     def collect(self, runner: PPORunner, key: jax.Array) -> tuple[PPORunner, Transition, Any, Any]:
         """Roll out num_steps in every env: (runner, trajectory, episode stats summed over the rollout,
-        the carry each BPTT sequence started from, (num_steps / bptt_horizon, streams, ...); None
-        for a feed-forward network).
+        the carry each BPTT sequence started from; None for a feed-forward network).
 
         The rollout's randomness (env keys, action noise) is drawn before the scan, one call
         each, rather than split per step. The value of the observation step t reached is the
         next step's value unless the episode ended there; a truncated step's comes from its
         final_observation (`env_step`), and a terminated step's is never used.
         """
-        draws = self.draws(key)
-        starts = None
-        if self.recurrent:  # a scan over sequences of a scan over their steps, keeping each start carry
-            pieces = self.algo.num_steps // self.horizon
-            draws = jax.tree.map(lambda x: x.reshape((pieces, self.horizon) + x.shape[1:]), draws)
-
-            def piece(runner: PPORunner, d: Any) -> tuple[PPORunner, Any]:
-                start = runner.envs.carry
-                runner, out = jax.lax.scan(self.env_step, runner, d)
-                return runner, (out, start)
-
-            runner, (out, starts) = jax.lax.scan(piece, runner, draws)
-            traj, stats = jax.tree.map(lambda x: x.reshape((-1,) + x.shape[2:]), out)
-        else:
-            runner, (traj, stats) = jax.lax.scan(self.env_step, runner, draws)
+        runner, traj, stats, starts = self.scan_steps(runner, self.draws(key))
         last_value = self.value(runner.params, runner.obs_stats, runner.envs.carry, runner.envs.obs)
         following = jnp.concatenate([traj.value[1:], last_value[None]])
         traj = traj.replace(next_value=jnp.where(traj.truncated, traj.next_value, following))
         return runner, traj, jax.tree.map(jnp.sum, stats), starts
 
+    def scan_steps(self, runner: PPORunner, draws: Any) -> tuple[PPORunner, Transition, Any, None]:
+        """(runner, trajectory, per-step episode stats, no start carries): `env_step` scanned over the rollout."""
+        runner, (traj, stats) = jax.lax.scan(self.env_step, runner, draws)
+        return runner, traj, stats, None
+
     # -- learning --------------------------------------------------------------------------
 
     def loss(self, params: Any, obs_stats: ObsStats | None, batch: Transition, advantages, targets, memory=None):
-        """The PPO loss of a minibatch. Recurrent: `memory` is (start carries (B, ...), resets (H, B)) and
-        the batch's arrays are sequences, time-major (H, B, ...), run through the cell in order."""
-        obs = self.obs_codec.decode(batch.obs)
-        if memory is None:
-            _, pi, value = self.forward(params, obs_stats, None, obs)
-        else:
-            starts, resets = memory
-            _, pi, value = self.network.apply(params, starts, self.prepare(obs_stats, obs), resets)
+        """The PPO loss of a minibatch (`memory`: what `minibatch_pass` needs beyond the observations)."""
+        pi, value = self.minibatch_pass(params, obs_stats, self.obs_codec.decode(batch.obs), memory)
         return losses.ppo_loss(
             networks.log_prob(pi, batch.action, self.continuous),
             batch.log_prob,
@@ -502,6 +432,13 @@ class PPO:
             clip_value=self.algo.clip_value,
             normalize_advantages=self.algo.normalize_advantages,
         )
+
+    def minibatch_pass(
+        self, params: Any, obs_stats: ObsStats | None, obs: jax.Array, memory: None
+    ) -> tuple[Any, jax.Array]:
+        """(policy head output, value) of a minibatch of transitions (no memory)."""
+        _, pi, value = self.forward(params, obs_stats, None, obs)
+        return pi, value
 
     def optimizer_with(self, lr: float | jax.Array) -> optax.GradientTransformation:
         """Gradient clipping and Adam at learning rate `lr`. Annealed, `lr` is traced and passed as a
@@ -529,52 +466,25 @@ class PPO:
         updates, opt_state = self.optimizer_with(lr).update(grads, opt_state, params)
         return (optax.apply_updates(params, updates), opt_state), {**stats, "grad_norm": global_norm(grads)}
 
-    def sequences(self, x: jax.Array) -> jax.Array:
-        """A rollout array (num_steps, streams, ...) as BPTT sequences, time-major: (bptt_horizon,
-        sequences, ...), sequence p * streams + s being steps [p * horizon, (p + 1) * horizon) of stream s."""
-        pieces = self.algo.num_steps // self.horizon
-        x = jnp.swapaxes(x.reshape((pieces, self.horizon) + x.shape[1:]), 0, 1)
-        return x.reshape((self.horizon, -1) + x.shape[3:])
+    def learning_data(self, traj: Transition, advantages: jax.Array, targets: jax.Array, starts: None) -> Any:
+        """What `minibatches` cuts, as collected (num_steps, streams, ...): (trajectory, advantages, targets, no memory)."""
+        return traj, advantages, targets, None
 
     def minibatches(self, data: Any, perm: jax.Array) -> Any:
-        """`data` = (trajectory, advantages, targets, memory) as collected, (num_steps, streams, ...), cut into
-        minibatches with a leading minibatch axis; `perm` is (env groups, what one group shuffles).
-
-        Each env group (`jaxrl.core.groups`) shuffles its own streams' data in the order of its row of `perm`,
-        and minibatch i is every group's i-th part side by side. Feed-forward: transitions; memory None.
-        Recurrent: whole BPTT sequences, time order kept inside each; memory is (start carries
-        (pieces, streams, ...), resets (num_steps, streams)) and becomes (start carries (sequences, ...),
-        resets (horizon, sequences))."""
-        g = self.groups
-        if g == 1:
-            return self.group_minibatches(data, perm[0])
-        out = jax.vmap(self.group_minibatches)(jax.tree.map(lambda x: groups.group_major(x, g, 1), data), perm)
-        if not self.recurrent:  # (groups, M, N / M, ...)
-            return jax.tree.map(lambda x: groups.merge_groups(x, 1), out)
-        traj, advantages, targets, (starts, resets) = out  # (groups, M, H, N / M, ...); starts (groups, M, N / M, ...)
-        merge = lambda tree, axis: jax.tree.map(lambda x: groups.merge_groups(x, axis), tree)
-        return merge(traj, 2), merge(advantages, 2), merge(targets, 2), (merge(starts, 1), merge(resets, 2))
+        """`learning_data` cut into minibatches of transitions, with a leading minibatch axis; `perm` is
+        (env groups, transitions one group shuffles), each group shuffling its own streams' data
+        (`jaxrl.core.groups.minibatches`)."""
+        return groups.minibatches(self.group_minibatches, data, perm, self.groups)
 
     def group_minibatches(self, data: Any, perm: jax.Array) -> Any:
-        """`minibatches` of one group's data (all of it with one group), `perm` over its transitions or sequences."""
+        """`minibatches` of one group's data (all of it with one group), in the order of `perm` over its transitions."""
         m = self.num_minibatches
-        if not self.recurrent:
 
-            def split(x: jax.Array) -> jax.Array:
-                x = x.reshape((-1,) + x.shape[2:])[perm]
-                return x.reshape((m, -1) + x.shape[1:])
+        def split(x: jax.Array) -> jax.Array:
+            x = x.reshape((-1,) + x.shape[2:])[perm]
+            return x.reshape((m, -1) + x.shape[1:])
 
-            return jax.tree.map(split, data)
-
-        def split_time(x: jax.Array) -> jax.Array:  # (H, N, ...) -> (M, H, N / M, ...)
-            x = x[:, perm]
-            return jnp.swapaxes(x.reshape((x.shape[0], m, -1) + x.shape[2:]), 0, 1)
-
-        traj, advantages, targets, (starts, resets) = data
-        traj, advantages, targets, resets = jax.tree.map(self.sequences, (traj, advantages, targets, resets))
-        starts = jax.tree.map(lambda x: x.reshape((-1,) + x.shape[2:])[perm].reshape((m, -1) + x.shape[2:]), starts)
-        split = lambda tree: jax.tree.map(split_time, tree)
-        return split(traj), split(advantages), split(targets), (starts, split(resets))
+        return jax.tree.map(split, data)
 
     def epoch(self, carry, perm: jax.Array, lrs: jax.Array, data, obs_stats: ObsStats | None = None):
         """One pass over the rollout in minibatches, in the order of `perm`, at learning rates `lrs`."""
@@ -595,14 +505,8 @@ class PPO:
             self.algo.gae_lambda,
         )
         carry = (runner.params, runner.opt_state)
-        if self.recurrent:
-            done = traj.terminated | traj.truncated  # the carry restarts after these steps
-            resets = jnp.concatenate([jnp.zeros_like(done[:1]), done[:-1]])
-            data = (traj, advantages, targets, (starts, resets))
-            perms = group_permutations(epoch_key, self.num_sequences, self.algo.update_epochs, self.groups)
-        else:
-            data = (traj, advantages, targets, None)
-            perms = group_permutations(epoch_key, self.batch_size, self.algo.update_epochs, self.groups)
+        data = self.learning_data(traj, advantages, targets, starts)
+        perms = groups.permutations(epoch_key, self.num_shuffled, self.algo.update_epochs, self.groups)
         obs_stats = runner.obs_stats  # the statistics the rollout acted with
         (params, opt_state), loss_stats = jax.lax.scan(
             lambda c, xs: self.epoch(c, *xs, data, obs_stats), carry, (perms, self.learning_rates(runner.update))
@@ -614,4 +518,8 @@ class PPO:
         return runner, UpdateStats(episodes=stats, learner=learner, finite=all_finite(loss_stats))
 
 
-register("ppo", PPOConfig, PPO, doc="PPO: clipped surrogate, GAE, minibatch SGD over each rollout")
+def policy_outputs(action_space: Any) -> int:
+    """Numbers the policy head outputs per stream: one logit per discrete action, or the continuous action's size."""
+    if isinstance(action_space, spaces.Box):
+        return int(math.prod(action_space.shape))
+    return int(action_space.n)

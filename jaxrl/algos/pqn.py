@@ -18,8 +18,7 @@ import optax
 from flax import struct
 
 from jaxrl.algos.base import Allocation, register
-from jaxrl.algos.dqn import feed_forward_only, linear_epsilon, q_network
-from jaxrl.algos.ppo import epoch_rates, group_permutations, values_where
+from jaxrl.algos.common import epoch_rates, feed_forward_only, linear_epsilon, q_network, truncated_values
 from jaxrl.config.schema import ConfigError, TrainConfig, agents_per_world, env_groups
 from jaxrl.config.validate import in_range, positive
 from jaxrl.core import groups, losses, rollout
@@ -186,10 +185,7 @@ class PQN:
         action = jnp.where(explore < epsilon, random, jnp.argmax(q, axis=-1))
         envs, step, _, stats = rollout.step(self.vec, envs, action, env_keys)
         q_of = lambda obs: self.network.apply(runner.params, obs).max(axis=-1)
-        rows = max(1, self.vec.streams // 16 // self.groups)
-        truncated_q = groups.by_group(lambda obs, mask: values_where(q_of, obs, mask, rows), self.groups)(
-            step.final_obs, step.truncated
-        )  # the bootstrap of a cut episode
+        truncated_q = truncated_values(q_of, step.final_obs, step.truncated, self.groups)  # a cut episode's bootstrap
         transition = Transition(
             self.obs_codec.encode(step.obs),
             action,
@@ -239,19 +235,17 @@ class PQN:
         """One pass over the rollout in minibatches of transitions; `perm` is (env groups, transitions
         per group): each group shuffles its own streams' steps, and minibatch i is every group's
         i-th part side by side (`jaxrl.core.groups`)."""
+        batches = groups.minibatches(self.group_minibatches, data, perm, self.groups)
+        return jax.lax.scan(self.minibatch_step, carry, (*batches, lrs))
 
-        def split(x: jax.Array, perm: jax.Array) -> jax.Array:
+    def group_minibatches(self, data: Any, perm: jax.Array) -> Any:
+        """One group's (trajectory, targets) (all of it with one group) in the order of `perm`, cut into minibatches."""
+
+        def split(x: jax.Array) -> jax.Array:
             x = x.reshape((-1,) + x.shape[2:])[perm]
             return x.reshape((self.num_minibatches, -1) + x.shape[1:])
 
-        g = self.groups
-        if g == 1:
-            batches = jax.tree.map(lambda x: split(x, perm[0]), data)
-        else:
-            grouped = jax.tree.map(lambda x: groups.group_major(x, g, 1), data)
-            batches = jax.vmap(lambda d, p: jax.tree.map(lambda x: split(x, p), d))(grouped, perm)
-            batches = jax.tree.map(lambda x: groups.merge_groups(x, 1), batches)
-        return jax.lax.scan(self.minibatch_step, carry, (*batches, lrs))
+        return jax.tree.map(split, data)
 
     def update(self, runner: PQNRunner) -> tuple[PQNRunner, UpdateStats]:
         """Collect one rollout, compute its Q(lambda) returns, and regress onto them for update_epochs epochs."""
@@ -262,7 +256,7 @@ class PQN:
         targets = losses.q_lambda_returns(
             traj.reward, traj.next_q, traj.terminated, traj.truncated, a.gamma, a.q_lambda
         )
-        perms = group_permutations(epoch_key, self.batch_size, a.update_epochs, self.groups)
+        perms = groups.permutations(epoch_key, self.batch_size, a.update_epochs, self.groups)
         lrs = epoch_rates(a.lr, a.anneal_lr, runner.update, self.num_updates, a.update_epochs, self.num_minibatches)
         (params, opt_state), loss_stats = jax.lax.scan(
             lambda c, xs: self.epoch(c, *xs, (traj, targets)), (runner.params, runner.opt_state), (perms, lrs)

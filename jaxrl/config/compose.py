@@ -117,8 +117,9 @@ def _sweep_override(item: str) -> str:
     return f"++{bare}={value}"
 
 
-def compose_config(overrides: list[str]) -> tuple[TrainConfig, Any]:
-    """(typed, validated TrainConfig, resolved DictConfig) for these overrides; UsageError otherwise."""
+def compose_config(overrides: list[str], values: dict[str, Any] | None = None) -> tuple[TrainConfig, Any]:
+    """(typed, validated TrainConfig, resolved DictConfig) for command-line overrides, with `values` (a nested
+    dict of Python values, the API's keywords) merged over the composed config; UsageError otherwise."""
     from hydra import compose, initialize_config_module
     from hydra.core.global_hydra import GlobalHydra
     from omegaconf import OmegaConf
@@ -158,6 +159,8 @@ def compose_config(overrides: list[str]) -> tuple[TrainConfig, Any]:
     try:
         with initialize_config_module(config_module="jaxrl.configs", version_base=None):
             cfg = compose("config", overrides=overrides)
+        if values:
+            cfg = merge(cfg, values)
         typed = OmegaConf.to_object(cfg)
         validate(typed)
     except ConfigError as e:
@@ -170,7 +173,9 @@ def compose_config(overrides: list[str]) -> tuple[TrainConfig, Any]:
 RESUME_FIXED = ("env", "algo", "run_dir", "seed", "num_seeds", "overwrite")
 
 
-def resume_config(run_dir, overrides: list[str], flag: str = "resume") -> tuple[TrainConfig, Any, TrainConfig]:
+def resume_config(
+    run_dir, overrides: list[str] | dict[str, Any], flag: str = "resume"
+) -> tuple[TrainConfig, Any, TrainConfig]:
     """(typed config, resolved DictConfig, typed saved config) of a run to resume, with `overrides` applied.
 
     The run's `config.yaml` is the base; overrides may change anything that keeps the saved
@@ -185,6 +190,9 @@ def resume_config(run_dir, overrides: list[str], flag: str = "resume") -> tuple[
     from jaxrl.config.schema import ConfigError
 
     run_dir = Path(run_dir)
+    values = None
+    if isinstance(overrides, dict):  # the API's keywords, flat: {"algo.lr": 3e-4}
+        values, overrides = overrides, [f"{k}={v}" for k, v in overrides.items()]
     if not run_dir.is_dir():
         raise UsageError(f"{flag}={run_dir}: no such directory")
     if not (run_dir / "config.yaml").is_file() or not (run_dir / "checkpoints").is_dir():
@@ -208,7 +216,11 @@ def resume_config(run_dir, overrides: list[str], flag: str = "resume") -> tuple[
     except Exception as e:  # noqa: BLE001  (a damaged or foreign config.yaml)
         raise UsageError(f"{flag}={run_dir}: config.yaml is not a jaxrl run config ({_one_line(e)})") from None
     try:
-        merged = OmegaConf.merge(base, OmegaConf.from_dotlist(overrides))
+        merged = (
+            merge(base, nest(values))
+            if values is not None
+            else OmegaConf.merge(base, OmegaConf.from_dotlist(overrides))
+        )
         typed = OmegaConf.to_object(merged)
         validate(typed)
     except ConfigError as e:
@@ -216,3 +228,108 @@ def resume_config(run_dir, overrides: list[str], flag: str = "resume") -> tuple[
     except Exception as e:  # noqa: BLE001
         raise UsageError(f"bad override: {_one_line(e)}") from None
     return typed, merged, saved_typed
+
+
+# -- the Python API's keywords ------------------------------------------------------------------
+
+GROUPS = ("env", "algo", "preset", "experiment")  # keys whose string value picks a config group
+
+
+def split_settings(settings: dict[str, Any]) -> tuple[dict[str, str], dict[str, Any]]:
+    """(group choices, flat settings) of keyword settings: `{"env": {"name": "grid", "num_agents": 4},
+    "algo.lr": 3e-4}` -> `({"env": "grid"}, {"env.num_agents": 4, "algo.lr": 3e-4})`; values are checked and made
+    plain (a Path is a string, a tuple a list); a curriculum given as text is read in the command line's grammar."""
+    choices: dict[str, str] = {}
+    flat: dict[str, Any] = {}
+    for key, value in settings.items():
+        if key in GROUPS and isinstance(value, str):
+            choices[key] = value
+        elif isinstance(value, dict) and key != "curriculum":
+            nested = dict(value)
+            if key in GROUPS and "name" in nested:
+                choices[key] = str(nested.pop("name"))
+            flat.update(split_settings({f"{key}.{k}": v for k, v in nested.items()})[1])
+        elif key == "curriculum" and isinstance(value, str):
+            flat[key] = _parse_value(key, value)
+        else:
+            flat[key] = plain(value)
+    return choices, flat
+
+
+def plain(value: Any) -> Any:
+    """A keyword's value as a config holds it; ConfigError for a value no setting can take."""
+    from pathlib import PurePath
+
+    if value is None or isinstance(value, bool | int | float | str):
+        return value
+    if isinstance(value, PurePath):
+        return str(value)
+    if isinstance(value, list | tuple):
+        return [plain(v) for v in value]
+    if isinstance(value, dict):
+        return {str(k): plain(v) for k, v in value.items()}
+    raise ConfigError(f"{value!r} cannot be a setting: use numbers, strings, booleans, lists or dicts")
+
+
+def nest(flat: dict[str, Any]) -> dict[str, Any]:
+    """`{"algo.lr": 3e-4, "num_envs": 8}` -> `{"algo": {"lr": 3e-4}, "num_envs": 8}`."""
+    tree: dict[str, Any] = {}
+    for key, value in flat.items():
+        *path, last = key.split(".")
+        node = tree
+        for part in path:
+            node = node.setdefault(part, {})
+            if not isinstance(node, dict):
+                raise UsageError(f"{key}: '{part}' is a setting, not a group of settings")
+        if isinstance(value, dict) and isinstance(node.get(last), dict):
+            node[last] = {**node[last], **value}
+        else:
+            node[last] = value
+    return tree
+
+
+def merge(cfg: Any, values: dict[str, Any]) -> Any:
+    """`cfg` with the nested `values` merged over it, checked against the schema; UsageError (one line) naming
+    the first unknown key or ill-typed value."""
+    from omegaconf import OmegaConf, open_dict
+    from omegaconf.errors import ConfigKeyError, OmegaConfBaseException
+
+    try:
+        if "sweep" in values and "sweep" in cfg:
+            with open_dict(cfg.sweep):  # the sweep dict takes new keys (the command line's `++sweep.`)
+                return OmegaConf.merge(cfg, values)
+        return OmegaConf.merge(cfg, values)
+    except ConfigKeyError as e:
+        raise UsageError(f"unknown setting '{e.full_key}' (misspelt key? see `python -m jaxrl.train --help`)") from None
+    except OmegaConfBaseException as e:
+        text = (str(e.msg).strip().splitlines() or [type(e).__name__])[0]
+        raise UsageError(f"bad override '{e.full_key}={_shown(getattr(e, 'value', None))}': {text}") from None
+
+
+def _shown(value: Any) -> str:
+    """A value as the command line writes it (`x`, `1e-3`, `[1,2]`)."""
+    from omegaconf import OmegaConf
+
+    if OmegaConf.is_config(value):
+        value = OmegaConf.to_container(value)
+    return str(value).replace(" ", "") if not isinstance(value, str) else value
+
+
+def _parse_value(key: str, text: str) -> Any:
+    """A value written in the command line's grammar (`[{steps:5e6,hunger_limit:30},{}]`) as Python values."""
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    try:
+        return plain(OverridesParser.create().parse_override(f"{key}={text}").value())
+    except Exception as e:  # noqa: BLE001  (the parser raises its own types)
+        raise UsageError(f"bad value {key}={text}: {_one_line(e)}") from None
+
+
+def settings_config(settings: dict[str, Any]) -> tuple[TrainConfig, Any]:
+    """(typed, validated TrainConfig, resolved DictConfig) of the API's keyword settings: group choices pick the
+    packaged defaults (Hydra composes them), then the values are merged over them as Python values."""
+    choices, flat = split_settings(settings)
+    for key, value in flat.items():
+        if key.startswith("sweep"):
+            _sweep_override(f"{key}={value}")  # a sweep key's shape, as on the command line
+    return compose_config([f"{group}={name}" for group, name in choices.items()], nest(flat))

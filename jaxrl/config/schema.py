@@ -6,6 +6,7 @@ raises `ConfigError` with one line naming the bad setting and what is allowed.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
@@ -96,8 +97,26 @@ def make_env(cfg: TrainConfig) -> tuple[Any, Any]:
     """(env, env_params) the config names, with its settings applied and checked; ConfigError otherwise."""
     from jaxrl import envs
 
-    try:
+    with _env_errors():
         return envs.spec(cfg.env.name).make(**env_settings(cfg))
+
+
+def env_params(cfg: TrainConfig, env: Any, params: Any) -> Any:
+    """The env params `cfg` sets over `params` of an env already built with cfg's constructor settings (a
+    sweep member's); ConfigError otherwise. No env is built."""
+    from jaxrl import envs
+
+    with _env_errors():
+        return envs.spec(cfg.env.name).with_params(env, params, **env_settings(cfg))
+
+
+@contextlib.contextmanager
+def _env_errors() -> Any:
+    """An env's ValueError as ConfigError, one line naming the env setting."""
+    from jaxrl import envs
+
+    try:
+        yield
     except envs.EnvSettingError as e:  # "name=value is invalid: must be ..."
         raise ConfigError(f"env.{e}") from None
     except ValueError as e:  # an unknown name, or a constructor refusing a setting

@@ -19,6 +19,8 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 
+from jaxrl.core import shuffle
+
 
 def group_major(x: jax.Array, groups: int, axis: int) -> jax.Array:
     """`x` with its stream axis `axis` split into (groups, streams / groups), the group axis moved to the front."""
@@ -52,6 +54,27 @@ def keys(key: jax.Array, groups: int) -> jax.Array:
     """One key per group, (groups,); with one group, the key itself (so one group draws exactly
     what the ungrouped code drew)."""
     return key[None] if groups == 1 else jax.random.split(key, groups)
+
+
+def permutations(key: jax.Array, n: int, count: int, groups: int) -> jax.Array:
+    """(count, groups, n / groups): `count` random permutations of each group's n / groups items;
+    with one group, `shuffle.permutations(key, n, count)` itself."""
+    if groups == 1:
+        return shuffle.permutations(key, n, count)[:, None]
+    draw = lambda k: shuffle.permutations(k, n // groups, count)
+    return jax.vmap(draw, out_axes=1)(keys(key, groups))
+
+
+def minibatches(cut: Callable[[Any, jax.Array], Any], data: Any, perm: jax.Array, groups: int, join: Any = 1) -> Any:
+    """`cut(data, order)` on each group's streams (axis 1 of every array of `data`, time-major as
+    collected) with that group's row of `perm` (groups, items per group): each group shuffles its
+    own data, and minibatch i is every group's i-th part side by side. `join` is the axis along which
+    the groups' parts of each result array meet: one int, or a pytree prefix of the result."""
+    if groups == 1:
+        return cut(data, perm[0])
+    out = jax.vmap(cut)(jax.tree.map(lambda x: group_major(x, groups, 1), data), perm)
+    merge = lambda axis, tree: jax.tree.map(lambda x: merge_groups(x, axis), tree)
+    return jax.tree.map(merge, join, out)
 
 
 def check_split(groups: int, total: int, parts: int, what: str) -> None:

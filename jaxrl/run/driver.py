@@ -71,7 +71,7 @@ class Program:
         self.sweep = sweeps.parse(cfg)
         self.population = cfg.num_seeds * self.sweep.size  # entries of the seed axis
         self.hypers = self.sweep.algo_values(cfg.num_seeds)  # {field: (population,) float32}
-        self.start_params, self.swept_env_fields = sweeps.member_env_params(cfg, self.sweep, env_params)
+        self.start_params, self.swept_env_fields = sweeps.member_env_params(cfg, self.sweep, env, env_params)
         self.num_updates = self.algo.num_updates
         self.steps_per_update = self.algo.steps_per_update  # env (world) steps per update per seed
         if self.num_updates > INT32_MAX:  # the runners count updates in int32

@@ -187,8 +187,9 @@ class LoggerSpec:
 
     `opens(run_dir, project, config)` returns an object with `write(env_steps, row)`, called once per
     chunk with that chunk's metrics.csv row (a sweep's: the first member's figures and each member's
-    under `m<K>/`), and `close()`, called when the run ends. `needs` names the module it imports and
-    `extra` the pip extra that brings it: a missing one is reported before anything is written.
+    under `member<K>/`), and `close()`, called when the run ends. `needs` names the module it imports and
+    `extra` the jaxrl extra that brings it (None: a package of its own, `pip install <needs>`): a missing
+    one is reported before anything is written.
     """
 
     name: str
@@ -222,7 +223,8 @@ def check_loggers(names: tuple[str, ...]) -> None:
     for name in names:
         spec = _LOGGERS[name]
         if spec.needs is not None and importlib.util.find_spec(spec.needs) is None:
-            raise ImportError(f"logger={name} needs {spec.needs}: pip install 'jaxrl[{spec.extra or spec.needs}]'")
+            how = f"'jaxrl[{spec.extra}]'" if spec.extra else spec.needs
+            raise ImportError(f"logger={name} needs {spec.needs}: pip install {how}")
 
 
 def open_loggers(names: tuple[str, ...], run_dir: Path, project: str, config: dict[str, Any]) -> list[Any]:

@@ -93,31 +93,35 @@ def initialize(cfg: Any) -> None:
 LAUNCH = ("distributed", "coordinator_address", "num_processes", "process_id", "device")
 
 
-def join_early(overrides: list[str], saved_config: Path | None = None) -> None:
-    """Join the run's processes before anything touches jax (composing a config builds envs, which
-    starts jax's backend, after which `jax.distributed.initialize` refuses): the launch settings are
-    read from the command line's overrides, over a resumed run's config.yaml, alone. ConfigError
-    (one line) when they are bad or the join fails; unreadable values are left to the full config check.
+def join_early(settings: list[str] | dict[str, Any], saved_config: Path | None = None) -> None:
+    """Join the run's processes before anything touches jax. Importing gymnax starts jax's backend (its
+    frozen_lake module builds a jnp array at import), after which `jax.distributed.initialize` refuses, and
+    every env's schema needs gymnax: so the launch settings alone are read first, from the command line's
+    overrides or the API's keywords (`settings`), over a resumed run's config.yaml. ConfigError (one line)
+    when they are bad or the join fails; unreadable values are left to the full config check.
     """
     import types
 
     from omegaconf import OmegaConf
 
-    settings: dict[str, Any] = {"distributed": False, "device": "auto"}
-    settings.update({k: None for k in LAUNCH[1:4]})
+    launch: dict[str, Any] = {"distributed": False, "device": "auto"}
+    launch.update({k: None for k in LAUNCH[1:4]})
     try:
         if saved_config is not None and saved_config.is_file():
             saved = OmegaConf.to_container(OmegaConf.load(saved_config))
-            settings.update({k: saved[k] for k in LAUNCH if isinstance(saved, dict) and k in saved})
-        ours = [o.lstrip("+~") for o in overrides if o.lstrip("+~").partition("=")[0] in LAUNCH]
-        settings.update(OmegaConf.to_container(OmegaConf.from_dotlist(ours)))
+            launch.update({k: saved[k] for k in LAUNCH if isinstance(saved, dict) and k in saved})
+        if isinstance(settings, dict):
+            launch.update({k: v for k, v in settings.items() if k in LAUNCH})
+        else:
+            ours = [o.lstrip("+~") for o in settings if o.lstrip("+~").partition("=")[0] in LAUNCH]
+            launch.update(OmegaConf.to_container(OmegaConf.from_dotlist(ours)))
     except Exception:  # noqa: BLE001  (a damaged file or value: the full config check names it)
         return
-    if settings["distributed"] is not True:
+    if launch["distributed"] is not True:
         return
-    launch = types.SimpleNamespace(**settings)
-    check_distributed(launch)
-    initialize(launch)
+    chosen = types.SimpleNamespace(**launch)
+    check_distributed(chosen)
+    initialize(chosen)
 
 
 def process_count() -> int:

@@ -164,22 +164,24 @@ def member_config(cfg: TrainConfig, sweep: Sweep, member: int) -> TrainConfig:
     )
 
 
-def member_env_params(cfg: TrainConfig, sweep: Sweep, base: Any) -> tuple[Any, tuple[str, ...]]:
+def member_env_params(cfg: TrainConfig, sweep: Sweep, env: Any, base: Any) -> tuple[Any, tuple[str, ...]]:
     """(env params of every entry of the seed axis (members * num_seeds, ...), the fields that differ
     among members), or (None, ()) when every member's envs start with `base`.
 
-    Built from each member's own config, so settings derived from a swept one follow it (Snake's
-    `shaping_gamma` is the learner's `gamma` unless set).
+    Each member's own config sets them over `base` (the params of the built `env`), so settings derived
+    from a swept one follow it (Snake's `shaping_gamma` is the learner's `gamma` unless set); a sweep
+    sweeps EnvParams alone, so no env is built again.
     """
     import jax
 
     from jaxrl.config.curriculum import traced
-    from jaxrl.config.schema import make_env
+    from jaxrl.config.schema import env_params
 
     if not sweep.keys:  # no sweep: nothing to build
         return None, ()
+    members = [env_params(member_config(cfg, sweep, m), env, base) for m in range(sweep.size)]
     base = traced(base)
-    params = [traced(make_env(member_config(cfg, sweep, m))[1], like=base) for m in range(sweep.size)]
+    params = [traced(p, like=base) for p in members]
     names = [f.name for f in dataclasses.fields(base)]
     differ = tuple(n for n in names if any(not np.array_equal(getattr(p, n), getattr(base, n)) for p in params))
     if not differ:
