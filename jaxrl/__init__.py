@@ -4,7 +4,7 @@ import jaxrl
 run = jaxrl.train(env="snake", total_timesteps=2e6)   # or algo="dqn", **{"algo.lr": 3e-4}
 run.summary, run.metrics, run.evaluate(), run.replay(), run.policy
 run = jaxrl.load("runs/...")                          # reopen a run
-cfg = jaxrl.config(env="snake", num_envs=64)          # the typed config alone (jaxrl.run.build makes its program)
+cfg = jaxrl.make_config(env="snake", num_envs=64)          # the typed config alone (jaxrl.run.build makes its program)
 """
 
 __version__ = "0.1.0"
@@ -31,13 +31,13 @@ _source_tree_subpackages()
 
 from jaxrl.errors import ConfigError, NonFiniteError, SaveError
 
-__all__ = ["ConfigError", "NonFiniteError", "Policy", "Run", "SaveError", "config", "load", "train"]
+__all__ = ["ConfigError", "NonFiniteError", "Policy", "Run", "SaveError", "load", "make_config", "train"]
 
 
 def __getattr__(name: str):
-    """`jaxrl.train`, `jaxrl.load`, `jaxrl.config`, `Run` and `Policy`, imported on first use: importing jaxrl alone starts
+    """`jaxrl.train`, `jaxrl.load`, `jaxrl.make_config`, `Run` and `Policy`, imported on first use: importing jaxrl alone starts
     nothing of jax (a distributed run must join its processes first, `jaxrl.scale.distributed`)."""
-    if name in ("Policy", "Run", "config", "load", "train"):
+    if name in ("Policy", "Run", "load", "make_config", "train"):
         from jaxrl import api
 
         return getattr(api, name)

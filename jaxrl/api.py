@@ -6,7 +6,9 @@
 
 Keyword arguments use the command line's keys: `num_envs=512`, `**{"algo.lr": 3e-4}`, or nested
 dicts `algo={"lr": 3e-4}` (a dict's `name` picks the group: `env={"name": "grid", "num_agents": 4}`).
-Bad arguments raise `jaxrl.ConfigError` with the line the CLI prints.
+They are merged into the typed config as Python values (Hydra composes only the packaged defaults the
+group names pick); `jaxrl.make_config(...)` is that config alone. Bad arguments raise `jaxrl.ConfigError`
+with the line the CLI prints. Building and running the config is `jaxrl.run.build`'s.
 """
 
 from __future__ import annotations
@@ -47,9 +49,9 @@ def compose(
     return cfg, resolved, run_dir
 
 
-def config(**settings: Any) -> TrainConfig:
+def make_config(**settings: Any) -> TrainConfig:
     """The typed, checked config of these settings (as `train` takes them), without training:
-    `jaxrl.run.build.program(jaxrl.config(env="snake", num_envs=64), chunk=10)` is its compiled program."""
+    `jaxrl.run.build.program(jaxrl.make_config(env="snake", num_envs=64), chunk=10)` is its compiled program."""
     return compose(settings)[0]
 
 

@@ -103,3 +103,48 @@ def test_load_of_something_else_is_one_line(tmp_path):
         jaxrl.load(tmp_path)
     with pytest.raises(jaxrl.ConfigError, match="no such directory"):
         jaxrl.load(tmp_path / "missing")
+
+
+@pytest.mark.parametrize(
+    "kwargs, argv",
+    [
+        (
+            {"env": "CartPole-v1", "num_envs": 8, "algo": {"lr": 1e-3}},
+            ["env=CartPole-v1", "num_envs=8", "algo.lr=1e-3"],
+        ),
+        ({"env": {"name": "grid", "num_agents": 4}, "algo": "dqn"}, ["env=grid", "env.num_agents=4", "algo=dqn"]),
+        ({"experiment": "snake_perfect", "env.shaping": 0}, ["experiment=snake_perfect", "env.shaping=0"]),
+        (
+            {"env": "snake", "preset": "fast", "checkpoint": {"keep": 5}},
+            ["env=snake", "preset=fast", "checkpoint.keep=5"],
+        ),
+        (
+            {"env": "CartPole-v1", "sweep": {"algo": {"lr": [1e-4, 3e-4]}}, "sweep.env.gravity": [9.8, 5.0]},
+            ["env=CartPole-v1", "sweep.algo.lr=[1e-4,3e-4]", "sweep.env.gravity=[9.8,5.0]"],
+        ),
+        (
+            {"env": "snake", "curriculum": "[{steps:5e4,hunger_limit:30},{}]"},
+            ["env=snake", "curriculum=[{steps:5e4,hunger_limit:30},{}]"],
+        ),
+    ],
+)
+def test_keywords_give_the_config_the_command_line_gives(kwargs, argv):
+    from jaxrl.api import compose
+
+    assert jaxrl.make_config(**kwargs) == compose(argv)[0]
+
+
+def test_keyword_values_are_merged_as_python_values_not_reparsed():
+    # Printed as override text and parsed back, "null" became None and "3e-4" the float 0.0003.
+    cfg = jaxrl.make_config(env="CartPole-v1", wandb_project="null", run_dir="runs/3e-4")
+    assert cfg.wandb_project == "null" and cfg.run_dir == "runs/3e-4"
+    cfg = jaxrl.make_config(env="CartPole-v1", run_dir="runs/a, b=[c]")
+    assert cfg.run_dir == "runs/a, b=[c]"
+
+
+def test_build_program_is_the_config_s_env_and_algorithm():
+    from jaxrl.run import build
+
+    cfg = jaxrl.make_config(env={"name": "snake", "size": 6}, num_envs=8, algo={"name": "dqn", "buffer_size": 512})
+    program = build.program(cfg, chunk=2)
+    assert program.env.size == 6 and type(program.algo).__name__ == "DQN" and program.chunk == 2
