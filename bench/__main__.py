@@ -1,7 +1,7 @@
 """python -m bench: every throughput benchmark in one run, then report.md, one JSON per part and PNG plots.
 
-    python -m bench                  # full mode: takes what it needs (about 3 hours on a 2-core CPU, 2h18m of it `score`)
-    python -m bench --quick          # about 15 minutes on a 2-core CPU
+    python -m bench                  # full mode: about 3h20m on a 2-core AMD EPYC, 2h18m of it `score`
+    python -m bench --quick          # about 10 minutes on a 2-core AMD EPYC (9m33s, measured 2026-11-26)
     python -m bench --only env,train # some parts (env, train, memory, score, precision, runs, parity, algos, sweep)
     python -m bench --out DIR        # default bench/results/<machine>-<date>/
 
@@ -9,6 +9,12 @@ Peers (Jumanji, navix, xminigrid, Stable-Baselines3) come with `pip install 'jax
 each one missing is skipped with one line. A folder that already holds results keeps them: the
 files a run replaces move to `DIR/previous-<time>/` first, and report.md is written from every
 part's JSON in the folder, so `--only` refreshes one part of a report.
+
+Quick mode gives every part a budget of seconds to a few minutes (shorter runs, one or two seeds,
+fewer sizes; what it leaves out, each part's report lists under "Skipped"). The full-mode figure is
+the sum of its parts' times on 2026-11-24 (3h22m); the quick one was measured end to end with
+`time` on 2026-11-26 (load average 0.8 before the run, 1.7 at its end: the run's own), with
+Stable-Baselines3 installed and Jumanji, navix and xminigrid not (each adds its compiles to `env`).
 """
 
 from __future__ import annotations
@@ -27,7 +33,9 @@ from jaxrl.bench.parts import ORDER
 
 def parse(argv: list[str]) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog=f"python -m {__package__}", description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="a few minutes on a 2-core CPU")
+    parser.add_argument(
+        "--quick", action="store_true", help="about 10 minutes on a 2-core AMD EPYC (9m33s, measured 2026-11-26)"
+    )
     parser.add_argument("--smoke", action="store_true", help=argparse.SUPPRESS)  # the test's tiny budget
     parser.add_argument("--only", default=None, help=f"comma-separated parts: {', '.join(ORDER)}")
     parser.add_argument("--out", default=None, help="results folder (default bench/results/<machine>-<date>/)")

@@ -362,7 +362,7 @@ class GridWorld(Env):
         """(agents, view) uint32 view-row words -> (agents, view, view, 4) uint8 observations.
 
         Bit j of byte lane ch is cell j of channel ch, so each cell's four bytes are one shift and
-        one mask (`bench/env_throughput.py` times this alone as the floor of the multi-agent step).
+        one mask (`bench/parts/env.py` times this alone as the floor of the multi-agent step).
         """
         cells = (words[:, :, None] >> self._view_bits) & jnp.uint32(0x01010101)  # (agents, view, view)
         return jax.lax.bitcast_convert_type(cells, jnp.uint8)  # little-endian lanes: channel ch is byte ch

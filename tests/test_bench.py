@@ -1,14 +1,16 @@
-"""The env-throughput benchmark's grid table runs end to end and derives its ratios from its own figures;
-the PureJaxRL-shaped reference PPO trains."""
+"""The env part's grid table (`python -m bench.parts.env --env grid`) runs end to end and derives its
+ratios from its own figures; the PureJaxRL-shaped reference PPO trains; the train part on its own
+(`python -m bench.parts.train`) times a chunk and saves its figures."""
 
 import argparse
+import json
 import math
 import sys
 
 import jax
 import jax.numpy as jnp
 import pytest
-from jaxrl.bench import env_throughput
+from jaxrl.bench.parts import env as env_part
 
 from jaxrl import envs
 
@@ -17,7 +19,7 @@ def test_grid_table_times_each_agent_count_beside_its_observation_floor(monkeypa
     monkeypatch.setitem(sys.modules, "navix", None)  # peers count as not installed: ours only
     monkeypatch.setitem(sys.modules, "xminigrid", None)
     args = argparse.Namespace(sizes=[8], steps=3, board=6, repeats=1, agents=[1, 3])
-    (row,) = env_throughput.grid_table(args)
+    (row,) = env_part.grid_table(args)
     for k in (1, 3):
         assert row[f"jaxrl_{k}_agents"] > 0 and row[f"obs_floor_{k}_agents"] > 0
         assert row[f"jaxrl_{k}_agents_agent_sps"] == pytest.approx(k * row[f"jaxrl_{k}_agents"])
@@ -35,11 +37,11 @@ def test_the_floor_writes_the_grids_observation_shape_from_the_grids_expansion()
     # Bit j of byte lane ch is cell j of channel ch.
     assert obs[0, 0, 0].tolist() == [1, 0, 1, 1] and obs[0, 0, 1].tolist() == [0, 1, 0, 0]
     assert int(obs.sum()) == 3 * env.view * 4
-    assert float(env_throughput.obs_floor_grid(6, 4, 2, 3)(jax.random.key(0))) > 0
+    assert float(env_part.obs_floor_grid(6, 4, 2, 3)(jax.random.key(0))) > 0
 
 
 def test_the_purejaxrl_shaped_reference_learns_cartpole_on_a_small_budget():
-    from jaxrl.bench.purejaxrl_ref import run_reference
+    from jaxrl.bench.peers.purejaxrl_ref import run_reference
 
     # 39 updates of 512 steps: a random policy averages ~22 on CartPole; seeds 0-5 reach 75-100 here.
     r = run_reference("CartPole-v1", 0, TOTAL_TIMESTEPS=2e4)
@@ -50,7 +52,7 @@ def test_the_purejaxrl_shaped_reference_learns_cartpole_on_a_small_budget():
 
 
 def test_the_reference_refuses_a_config_key_purejaxrl_does_not_have():
-    from jaxrl.bench.purejaxrl_ref import run_reference
+    from jaxrl.bench.peers.purejaxrl_ref import run_reference
 
     with pytest.raises(KeyError, match="NUM_ENV"):
         run_reference("CartPole-v1", 0, NUM_ENV=8)  # a typo must not silently train the default
@@ -67,3 +69,25 @@ def test_snake_perfect_target_needs_score_wins_and_the_cap_on_each_seed():
     assert not meets(seed(89.9, 0.9, 3000), PERFECT_TARGET)  # score short
     assert not meets(seed(95.0, 0.49, 3000), PERFECT_TARGET)  # too few wins
     assert not meets(seed(97.0, 1.0, 3601), PERFECT_TARGET)  # past the hour
+
+
+def test_the_train_part_on_its_own_times_one_chunk_and_saves_its_figures(tmp_path, capsys):
+    from jaxrl.bench.parts import train
+
+    out = tmp_path / "ppo.json"
+    assert train.main(["--env", "CartPole-v1", "--updates", "2", "--out", str(out), "num_envs=4"]) == 0
+    saved = json.loads(out.read_text())
+    assert saved["benchmark"] == "train_throughput" and saved["env"] == "CartPole-v1" and saved["num_envs"] == 4
+    assert saved["timed_steps"] == 2 * saved["steps_per_update"] and saved["sps"] > 0 and saved["machine"]["jax"]
+    assert "PPO on CartPole-v1:" in capsys.readouterr().out
+
+
+def test_vs_purejaxrl_ratios_are_best_against_best_and_median_against_median():
+    from jaxrl.bench.parts.train import summarize
+
+    def runs(*sps):
+        return [{"sps": s, "compile_s": 1.0, "final_return": 10.0} for s in sps]
+
+    t = summarize({"purejaxrl": runs(100, 200, 400), "jaxrl": runs(300, 600, 900)})
+    assert t["sps_ratio"] == pytest.approx(900 / 400) and t["sps_ratio_median"] == pytest.approx(600 / 200)
+    assert t["jaxrl"]["final_return_mean"] == 10.0 and t["compile_ratio"] == 1.0

@@ -4,8 +4,8 @@ return over the 4 seeds (summary.json's `final_return_per_seed`, the training-ti
 above a bar set well below the mean measured on the 2-core CPU: XLA's floats differ by CPU model, so
 another CPU trains other trajectories (the Intel Xeon passed the earlier, tighter bars on 2026-11-25);
 each bar sits below the worst seed measured and still far above what a broken default reaches. `python -m bench --only parity`
-measures both sides (the references: `bench/purejaxrl_ref.py`, `bench/purejaxrl_ppo_continuous_ref.py`,
-`bench/purejaxrl_dqn_ref.py`, PureJaxRL's defaults, seeds 0-3)."""
+measures both sides (the references: `bench/peers/purejaxrl_ref.py`, `bench/peers/purejaxrl_ppo_continuous_ref.py`,
+`bench/peers/purejaxrl_dqn_ref.py`, PureJaxRL's defaults, seeds 0-3)."""
 
 import pytest
 

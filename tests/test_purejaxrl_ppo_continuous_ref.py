@@ -7,7 +7,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from jaxrl.bench.purejaxrl_ppo_continuous_ref import (
+from jaxrl.bench.peers.purejaxrl_ppo_continuous_ref import (
     PUREJAXRL_CONTINUOUS,
     ClipAction,
     NormalizeObs,
@@ -17,7 +17,7 @@ from jaxrl.bench.purejaxrl_ppo_continuous_ref import (
     make_env,
     run_reference,
 )
-from jaxrl.bench.purejaxrl_ref import EpisodeLog, VecEnv, final_return
+from jaxrl.bench.peers.purejaxrl_ref import EpisodeLog, VecEnv, final_return
 
 
 def test_a_short_run_gives_finite_figures_and_the_latest_episodes_return():

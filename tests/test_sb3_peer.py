@@ -10,7 +10,7 @@ pytest.importorskip("stable_baselines3")
 pytest.importorskip("gymnasium")
 pytest.importorskip("torch")
 
-from jaxrl.bench import sb3_peer
+from jaxrl.bench.peers import sb3_peer
 
 
 def workers() -> set[int]:

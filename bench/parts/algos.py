@@ -75,11 +75,11 @@ def grid_row(label: str, world: dict[str, Any], episodes: int, total: float, ext
 def run(ctx: Context) -> dict[str, Any]:
     out: dict[str, Any] = {}
     seeds = ctx.pick(1, 2, 4)
-    episodes = ctx.pick(2, 50, 100)
+    episodes = ctx.pick(2, 5, 100)
 
     memory = []
     for label, extra in (("gru", {}), ("mlp", {"algo.network": "mlp"})):
-        total = ctx.pick(4096, 1e6, None)
+        total = ctx.pick(4096, 2e5, None)
         length = {} if total is None else {"total_timesteps": total}
         s, rows, _ = whole_run("MemoryChain-bsuite", num_seeds=seeds, **length, **extra)
         row = {"network": label, "per_seed": s["final_return_per_seed"], "mean": s["final_return"]}
@@ -89,7 +89,7 @@ def run(ctx: Context) -> dict[str, Any]:
         ctx.say(f"MemoryChain {label}: mean {row['mean']:.2f} over {seeds} seeds, {row['wall_s']:.0f} s")
     out["memory_chain"] = memory
 
-    total = ctx.pick(4096, None, None)
+    total = ctx.pick(4096, 2.5e5, None)
     s, rows, _ = whole_run(
         "CartPole-v1", algo="pqn", num_seeds=seeds, **({} if total is None else {"total_timesteps": total})
     )
@@ -99,7 +99,7 @@ def run(ctx: Context) -> dict[str, Any]:
 
     snake = []
     for algo in ("dqn", "pqn"):
-        total = ctx.pick(8192, 2e6, None)
+        total = ctx.pick(8192, 5e5, None)
         length = {} if total is None else {"total_timesteps": total}
         if algo == "dqn" and total is not None:  # learning starts within the shortened run
             length["algo.learning_starts"] = min(20_000, int(total) // 4)
@@ -112,7 +112,7 @@ def run(ctx: Context) -> dict[str, Any]:
         )
     out["snake"] = snake
 
-    target = ctx.pick(2_000, 500_000, 1_000_000)
+    target = ctx.pick(2_000, 100_000, 1_000_000)
     rates = []
     for label, extra in (
         ("feed-forward (default)", []),
@@ -125,7 +125,7 @@ def run(ctx: Context) -> dict[str, Any]:
     out["recurrent_sps"] = rates
 
     grid = []
-    total = ctx.pick(8192, 1e5, 3e5)
+    total = ctx.pick(8192, 2.5e4, 3e5)
     world = {"name": "grid", "num_agents": 8, "view": 3}
     for label, extra in (("cnn", {}), ("cnn + gru", GRU_GRID)):
         grid.append(grid_row(label, world, episodes, total, extra))
@@ -145,7 +145,7 @@ def run(ctx: Context) -> dict[str, Any]:
 
     qgrid = []
     for algo in ("dqn", "pqn"):
-        total = ctx.pick(8192, 1e6, None)
+        total = ctx.pick(8192, 2e5, None)
         length = {} if total is None else {"total_timesteps": total}
         if algo == "dqn" and total is not None:
             length["algo.learning_starts"] = min(10_000, int(total) // 4)
@@ -158,7 +158,7 @@ def run(ctx: Context) -> dict[str, Any]:
         )
     out["q_grid"] = qgrid
 
-    total = ctx.pick(4096, 2e5, 2e6)
+    total = ctx.pick(4096, 2.5e4, 2e6)
     s, rows, _ = whole_run("Breakout-MinAtar", **MINATAR, total_timesteps=total)
     out["minatar"] = {
         "env_steps": s["env_steps_per_seed"],

@@ -30,12 +30,10 @@ def nbytes(tree: Any) -> int:
 
 def measure(algo: str, n: int, accelerator: bool) -> dict[str, Any]:
     from jaxrl.config.compose import compose_config
-    from jaxrl.config.schema import make_env
-    from jaxrl.run.driver import Program
+    from jaxrl.run import build
 
     cfg, _ = compose_config(["env=snake", f"algo={algo}", f"num_envs={n}", "progress=false"])
-    env, params = make_env(cfg)
-    program = Program(cfg, env, params, chunk=1)
+    program = build.program(cfg, chunk=1)
     runner = program.abstract_runner()
     row: dict[str, Any] = {
         "n_envs": n,
@@ -85,7 +83,7 @@ def per_env(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def run(ctx: Context) -> dict[str, Any]:
-    sizes = ctx.pick([8, 16], [256, 512, 2048], [64, 256, 512, 2048, 8192, 32768], [512, 2048, 8192, 32768, 131072])
+    sizes = ctx.pick([8, 16], [256, 512], [64, 256, 512, 2048, 8192, 32768], [512, 2048, 8192, 32768, 131072])
     out: dict[str, Any] = {"sizes": sizes}
     for algo in ("ppo", "dqn"):
         rows = []

@@ -23,7 +23,7 @@ TITLE = "Training runs on Snake: default config and presets"
 def run(ctx: Context) -> dict[str, Any]:
     runs = []
     presets = ctx.pick([{}], [{}], [{}], [{}, {"preset": "heavy"}, {"preset": "beast"}])
-    total = ctx.pick(20_000, 1e7, None)  # None: the config's own length (the default run's 4e7 steps)
+    total = ctx.pick(20_000, 1e6, None)  # None: the config's own length (the default run's 4e7 steps)
     for settings in presets:
         label = f"preset={settings['preset']}" if settings else "default"
         length = {} if total is None else {"total_timesteps": total}
@@ -36,7 +36,7 @@ def run(ctx: Context) -> dict[str, Any]:
         )
     peak = []
     sizes = ctx.pick([64], [2048], [2048, 8192], [8192, 65536])
-    target = ctx.pick(2_000, 1_000_000, 2_000_000, 16_000_000)
+    target = ctx.pick(2_000, 300_000, 2_000_000, 16_000_000)
     for n in sizes:
         for precision in ("fp32", "tf32", "bf16") if ctx.accelerator else ("fp32",):
             overrides = ["env=snake", f"num_envs={n}", "algo.minibatch_size=auto", f"precision={precision}"]

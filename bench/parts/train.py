@@ -4,17 +4,51 @@ Stable-Baselines3 (SubprocVecEnv and DummyVecEnv, stepping the same Snake throug
 
 Snake: jaxrl's default config at each num_envs (`algo.minibatch_size=auto`; DQN with
 `algo.learning_starts=0`, so every timed step pays for its gradient steps), timed over one
-compiled chunk of updates after a warm-up update. SB3 (`bench/sb3_peer.py`): PPO with the seed
+compiled chunk of updates after a warm-up update. SB3 (`bench/peers/sb3_peer.py`): PPO with the seed
 guides' "fast" settings and DQN with SB3's defaults, timed after a warm-up. CartPole: whole
 runs of jaxrl (`jaxrl.train`, run directory, metrics and checkpoint included) and of the
-references (`bench/purejaxrl_ref.py`, `bench/purejaxrl_dqn_ref.py`) with PureJaxRL's
+references (`bench/peers/purejaxrl_ref.py`, `bench/peers/purejaxrl_dqn_ref.py`) with PureJaxRL's
 settings and the num_envs of the row, steps/s after compile.
+
+On its own, three single measurements, each saved as JSON under bench/results/:
+
+    python -m bench.parts.train [--algo ppo|dqn] [--env snake] [--updates 100] [key=value overrides ...]
+    python -m bench.parts.train --vs purejaxrl [--env CartPole-v1 Breakout-MinAtar] [--rounds 3]
+    python -m bench.parts.train --vs sb3 [--sb3-steps 20000] [--updates 300]
+
+The first times one compiled chunk of updates of an env's default config. DQN is timed with
+learning on from the first update (`algo.learning_starts=0`), so every timed step pays for its
+gradient steps.
+
+`--vs purejaxrl` trains PPO with PureJaxRL's CartPole settings (4 envs x 128 steps, 4 epochs x
+4 minibatches, 64x64 tanh, 5e5 steps) twice per round in one process: the reference in PureJaxRL's
+shape (`bench/peers/purejaxrl_ref.py`), then `jaxrl.train` with the same hyperparameters, a whole
+run each (its run directory, chunks, metrics and checkpoint included). Rounds interleave the two,
+so a slow spell of a shared machine hits both. Figures: steps/s over the training run (after
+compile), compile seconds, and the final return (mean over the episodes of the last 10% of the run).
+
+`--vs sb3` times DQN on Snake 10x10: jaxrl's default config (learning from the first update, after
+a warm-up chunk that fills part of the replay) beside Stable-Baselines3 DQN with its defaults
+(`bench/peers/sb3_peer.py`, 2 torch threads), timed after its `learning_starts`. SB3 steps the same
+Snake through the Gymnasium adapter (`envs.to_gymnasium`), so both learn the very same rules. The
+adapter dispatches one jitted call per step from Python: measured on the 2-core CPU (2026-11-24)
+SB3 ran 1.84-1.88k steps/s on it and 3.0-3.3k on a hand-written numpy Snake with the same rules
+(since removed), so a Python env written for speed would make SB3 up to ~1.7x faster than this
+figure.
+
+(These were `python -m bench.train_throughput` and `python -m bench.dqn_vs_sb3`.)
 """
 
 from __future__ import annotations
 
+import argparse
+import json
 import math
+import statistics
+import sys
 import time
+from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 import jax
@@ -22,21 +56,17 @@ from jaxrl.bench.common import Context, fmt_rate, fmt_ratio, log_axes, out_of_me
 
 NAME = "train"
 TITLE = "End-to-end training steps/s against num_envs"
+VS_ENVS = ("CartPole-v1", "Breakout-MinAtar")  # --vs purejaxrl's default envs
 
 
-def program_sps(overrides: list[str], target_steps: int) -> dict[str, Any]:
-    """Steps/s of one timed chunk of updates (about `target_steps` env steps) of a config."""
-    from jaxrl.config.compose import compose_config
-    from jaxrl.config.schema import make_env
-    from jaxrl.run.driver import Program
+def timed_chunk(cfg: Any, updates: int, warmup: int = 1) -> dict[str, Any]:
+    """Steps/s of one compiled chunk of exactly `updates` updates of a config, after `warmup` updates
+    (first-call allocations; a DQN warm-up chunk also fills part of the replay)."""
+    from jaxrl.run import build
 
-    cfg, _ = compose_config([*overrides, "progress=false"])
-    env, params = make_env(cfg)
-    probe = Program(cfg, env, params)
-    updates = max(2, target_steps // probe.steps_per_update)
-    program = Program(cfg, env, params, chunk=updates)
+    program = build.program(cfg, chunk=updates)
     runner, compile_s = program.compile()
-    runner, _ = program.run_chunk(runner, 1)  # warm-up: first-call allocations
+    runner, _ = program.run_chunk(runner, warmup)
     jax.block_until_ready(runner)
     t0 = time.perf_counter()
     runner, _ = program.run_chunk(runner, updates)
@@ -44,6 +74,16 @@ def program_sps(overrides: list[str], target_steps: int) -> dict[str, Any]:
     seconds = time.perf_counter() - t0
     steps = updates * program.steps_per_update * program.population
     return {"sps": steps / seconds, "compile_s": compile_s, "steps": steps, "seconds": seconds}
+
+
+def program_sps(overrides: list[str], target_steps: int) -> dict[str, Any]:
+    """Steps/s of one timed chunk of updates (about `target_steps` env steps) of a config."""
+    from jaxrl.config.compose import compose_config
+    from jaxrl.run import build
+
+    cfg, _ = compose_config([*overrides, "progress=false"])
+    updates = max(2, target_steps // build.program(cfg).steps_per_update)
+    return timed_chunk(cfg, updates)
 
 
 def jaxrl_run(env: str, settings: dict[str, Any]) -> dict[str, Any]:
@@ -69,7 +109,7 @@ def sweep(ctx: Context, label: str, sizes: list[int], measure) -> list[dict[str,
 
 
 def run(ctx: Context) -> dict[str, Any]:
-    target = ctx.pick(2_000, 300_000, 1_000_000, 30_000_000)
+    target = ctx.pick(2_000, 200_000, 1_000_000, 30_000_000)
     series: dict[str, dict[str, Any]] = {}
 
     def add(key: str, title: str, group: str, rows: list[dict[str, Any]], ours: bool) -> None:
@@ -86,7 +126,7 @@ def run(ctx: Context) -> dict[str, Any]:
         sweep(ctx, "jaxrl PPO Snake", ppo_sizes, lambda n: program_sps([*base, f"num_envs={n}"], target)),
         True,
     )
-    dqn_sizes = ctx.pick([8], [64, 256], [16, 64, 256, 1024, 4096], [256, 1024, 4096, 16384, 65536])
+    dqn_sizes = ctx.pick([8], [256], [16, 64, 256, 1024, 4096], [256, 1024, 4096, 16384, 65536])
     base = ["env=snake", "algo=dqn", "algo.learning_starts=0"]
     add(
         "jaxrl_dqn_snake",
@@ -97,19 +137,22 @@ def run(ctx: Context) -> dict[str, Any]:
     )
 
     # -- Snake: Stable-Baselines3 ---------------------------------------------------------------
-    from jaxrl.bench import sb3_peer
+    from jaxrl.bench.peers import sb3_peer
 
     missing = sb3_peer.available()
     if missing:
         ctx.skip(f"Stable-Baselines3: {missing}")
     else:
-        sb3_steps = ctx.pick(512, 4096, 16384)
+        sb3_steps = ctx.pick(512, 2048, 16384)
         for algo, vecs, sizes in (
             ("ppo", ("subproc", "dummy"), ctx.pick([2], [4], [1, 4, 16])),
             ("dqn", ("subproc", "dummy"), ctx.pick([2], [4], [1, 4, 16])),
         ):
             for vec in vecs:
                 if ctx.mode == "smoke" and (algo, vec) != ("ppo", "dummy"):
+                    continue
+                if ctx.mode == "quick" and vec == "subproc":  # its workers take most of a minute to start
+                    ctx.skip("SB3 with SubprocVecEnv: full mode only (quick mode times DummyVecEnv)")
                     continue
                 title = f"SB3 {algo.upper()} ({'SubprocVecEnv' if vec == 'subproc' else 'DummyVecEnv'})"
                 add(
@@ -128,11 +171,10 @@ def run(ctx: Context) -> dict[str, Any]:
                 )
 
     # -- CartPole: jaxrl beside the PureJaxRL-shaped references --------------------------------
-    from jaxrl.bench.purejaxrl_ref import run_reference as ppo_reference
-    from jaxrl.bench.train_throughput import purejaxrl_settings
+    from jaxrl.bench.peers.purejaxrl_ref import run_reference as ppo_reference
 
     cart_sizes = ctx.pick([4], [4, 64], [4, 16, 64, 256, 1024], [4, 64, 1024, 4096, 16384])
-    tmin = ctx.pick(4_096, 100_000, 500_000, 500_000)
+    tmin = ctx.pick(4_096, 50_000, 500_000, 500_000)
     min_updates = ctx.pick(2, 10, 20, 20)
 
     def ppo_total(n: int) -> int:
@@ -140,7 +182,6 @@ def run(ctx: Context) -> dict[str, Any]:
 
     def jaxrl_ppo(n: int) -> dict[str, Any]:
         settings = purejaxrl_settings(seed=0) | {"num_envs": n, "total_timesteps": ppo_total(n)}
-        settings.pop("progress", None)
         return jaxrl_run("CartPole-v1", settings)
 
     add(
@@ -163,15 +204,15 @@ def run(ctx: Context) -> dict[str, Any]:
         False,
     )
     try:
-        from jaxrl.bench.purejaxrl_dqn_ref import run_reference as dqn_reference
+        from jaxrl.bench.peers.purejaxrl_dqn_ref import run_reference as dqn_reference
     except ImportError as e:
         ctx.skip(f"PureJaxRL-shaped DQN: {e}")
         dqn_reference = None
     # PureJaxRL trains when the env-step count is a multiple of TRAINING_INTERVAL (10) and copies
     # the target at multiples of 500: every lcm(num_envs, 10) and lcm(num_envs, 500) env steps.
     # jaxrl is given the same two intervals, so both do the same learning work at every size.
-    dqn_cart_sizes = ctx.pick([10], [10, 100], [10, 100, 1000], [10, 1000, 10000])
-    dqn_tmin = ctx.pick(4_000, 60_000, 500_000, 500_000)
+    dqn_cart_sizes = ctx.pick([10], [10], [10, 100, 1000], [10, 1000, 10000])
+    dqn_tmin = ctx.pick(4_000, 30_000, 500_000, 500_000)
 
     def dqn_total(n: int) -> int:
         return max(dqn_tmin, n * 200)
@@ -303,3 +344,219 @@ def plot(result: dict[str, Any], axes_title: str, path) -> None:
     for ax in list(axes.flat)[len(groups) :]:
         ax.axis("off")
     save_figure(fig, f"Training throughput - {axes_title}", path)
+
+
+# -- On its own: python -m bench.parts.train [--vs purejaxrl | --vs sb3] ----------------------------
+
+
+def purejaxrl_settings(seed: int) -> dict[str, Any]:
+    """jaxrl's settings for PureJaxRL's CartPole PPO config (`bench.peers.purejaxrl_ref.PUREJAXRL_CARTPOLE`)."""
+    from jaxrl.bench.peers.purejaxrl_ref import PUREJAXRL_CARTPOLE as c
+
+    return {
+        "algo": "ppo",
+        "num_envs": c["NUM_ENVS"],
+        "total_timesteps": c["TOTAL_TIMESTEPS"],
+        "seed": seed,
+        "algo.num_steps": c["NUM_STEPS"],
+        "algo.update_epochs": c["UPDATE_EPOCHS"],
+        "algo.num_minibatches": c["NUM_MINIBATCHES"],
+        "algo.lr": c["LR"],
+        "algo.anneal_lr": c["ANNEAL_LR"],
+        "algo.gamma": c["GAMMA"],
+        "algo.gae_lambda": c["GAE_LAMBDA"],
+        "algo.clip_eps": c["CLIP_EPS"],
+        "algo.ent_coef": c["ENT_COEF"],
+        "algo.vf_coef": c["VF_COEF"],
+        "algo.max_grad_norm": c["MAX_GRAD_NORM"],
+        "algo.activation": c["ACTIVATION"],
+        "algo.hidden": [64, 64],
+        "algo.network": "mlp",
+        "algo.shared_torso": False,
+        "algo.normalize_obs": False,
+        "algo.reward_scale": 1.0,
+    }
+
+
+def run_jaxrl(env: str, seed: int) -> dict[str, float]:
+    """One whole `jaxrl.train` run with PureJaxRL's settings: steps/s, compile seconds, final return."""
+    s, _, _ = whole_run(env, **purejaxrl_settings(seed))
+    return {"sps": s["sps"], "compile_s": s["compile_s"], "final_return": s["final_return"], "seconds": s["train_s"]}
+
+
+def vs_purejaxrl(envs: list[str], rounds: int, seed: int) -> dict[str, Any]:
+    """Both trainers on each env, interleaved over `rounds` rounds; per env the runs and their summary."""
+    from jaxrl.bench.peers.purejaxrl_ref import run_reference
+
+    out: dict[str, Any] = {}
+    for env in envs:
+        runs: dict[str, list[dict[str, float]]] = {"purejaxrl": [], "jaxrl": []}
+        for r in range(rounds):
+            runs["purejaxrl"].append(run_reference(env, seed + r))
+            runs["jaxrl"].append(run_jaxrl(env, seed + r))
+            for name, rs in runs.items():
+                x = rs[-1]
+                print(
+                    f"  {env} round {r + 1}/{rounds} {name:9s}: {x['sps']:,.0f} steps/s, compile {x['compile_s']:.2f}s,"
+                    f" final return {x['final_return']:.1f}",
+                    flush=True,
+                )
+        out[env] = summarize(runs)
+    return out
+
+
+def summarize(runs: dict[str, list[dict[str, float]]]) -> dict[str, Any]:
+    """Best and median steps/s and compile seconds per trainer, and jaxrl's ratios (best against best)."""
+    table: dict[str, Any] = {"runs": runs}
+    for name, rs in runs.items():
+        table[name] = {
+            "sps_best": max(x["sps"] for x in rs),
+            "sps_median": statistics.median(x["sps"] for x in rs),
+            "compile_s_best": min(x["compile_s"] for x in rs),
+            "compile_s_median": statistics.median(x["compile_s"] for x in rs),
+            "final_return_mean": statistics.fmean(x["final_return"] for x in rs),
+        }
+    ours, ref = table["jaxrl"], table["purejaxrl"]
+    table["sps_ratio"] = ours["sps_best"] / ref["sps_best"]
+    table["sps_ratio_median"] = ours["sps_median"] / ref["sps_median"]
+    table["compile_ratio"] = ours["compile_s_best"] / ref["compile_s_best"]
+    return table
+
+
+def print_vs(results: dict[str, Any]) -> None:
+    print("\nPPO with PureJaxRL's CartPole settings, one process, interleaved (best of rounds; median in brackets)")
+    print(
+        f"{'env':18s} {'jaxrl steps/s':>22s} {'PureJaxRL steps/s':>22s} {'ratio':>12s} {'compile jaxrl / ref':>22s} {'return':>14s}"
+    )
+    for env, t in results.items():
+        o, r = t["jaxrl"], t["purejaxrl"]
+        print(
+            f"{env:18s} {o['sps_best']:>12,.0f} ({o['sps_median']:>7,.0f}) {r['sps_best']:>12,.0f} ({r['sps_median']:>7,.0f})"
+            f" {t['sps_ratio']:>5.2f}x ({t['sps_ratio_median']:.2f})"
+            f" {o['compile_s_best']:>9.2f}s / {r['compile_s_best']:.2f}s"
+            f" {o['final_return_mean']:>6.1f} / {r['final_return_mean']:.1f}"
+        )
+
+
+def chunk_throughput(args: argparse.Namespace) -> dict[str, Any]:
+    """Steps/s of one timed chunk of an env's default config (after a warm-up update)."""
+    from jaxrl.config.compose import compose_config
+    from jaxrl.run import build
+
+    overrides = [f"env={args.env}", f"algo={args.algo}"]
+    overrides += ["algo.learning_starts=0"] if args.algo == "dqn" else []
+    overrides += args.overrides
+    cfg, _ = compose_config(overrides)
+    steps_per_update = build.program(cfg).steps_per_update
+    if args.updates is None:
+        args.updates = max(20, 300_000 // steps_per_update)
+    t = timed_chunk(cfg, args.updates)
+    print(
+        f"{args.algo.upper()} on {cfg.env.name}: {t['sps']:,.0f} env steps/s ({t['steps']:,} steps in {t['seconds']:.1f}s);"
+        f" compile {t['compile_s']:.1f}s"
+    )
+    return {
+        "benchmark": "train_throughput",
+        "algo": args.algo,
+        "env": cfg.env.name,
+        "overrides": overrides,
+        "num_envs": cfg.num_envs,
+        "steps_per_update": steps_per_update,
+        "network": cfg.algo.network,
+        "hidden": list(cfg.algo.hidden),
+        "sps": t["sps"],
+        "compile_s": t["compile_s"],
+        "timed_steps": t["steps"],
+    }
+
+
+def vs_sb3(sb3_steps: int, updates: int) -> dict[str, Any]:
+    """DQN on Snake 10x10: jaxrl's default config beside Stable-Baselines3 DQN (defaults), one process."""
+    from jaxrl.bench.peers import sb3_peer
+
+    from jaxrl.config.compose import compose_config
+
+    cfg, _ = compose_config(["env=snake", "algo=dqn", "algo.learning_starts=0"])  # time learning updates only
+    ours = timed_chunk(cfg, updates, warmup=updates)
+    print(
+        f"jaxrl DQN (default Snake config): {ours['sps']:,.0f} env steps/s (compile {ours['compile_s']:.1f}s)",
+        flush=True,
+    )
+    sb3 = sb3_peer.throughput("dqn", "dummy", n_envs=1, steps=sb3_steps, threads=2)["sps"]
+    print(f"Stable-Baselines3 DQN (defaults, Snake through envs.to_gymnasium): {sb3:,.0f} env steps/s")
+    print(f"ratio: {ours['sps'] / sb3:.0f}x")
+    return {
+        "benchmark": "dqn_vs_sb3",
+        "board": 10,
+        "jaxrl_sps": ours["sps"],
+        "jaxrl_compile_s": ours["compile_s"],
+        "sb3_sps": sb3,
+        "sb3_env": "envs.to_gymnasium('snake', size=10)",
+        "ratio": ours["sps"] / sb3,
+    }
+
+
+def parse(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        prog=f"python -m {__spec__.name}" if __spec__ else None,
+        description="End-to-end training steps/s (PPO or DQN), compile time reported apart; "
+        "`--vs purejaxrl` beside PureJaxRL's PPO, `--vs sb3` DQN beside Stable-Baselines3's.",
+    )
+    parser.add_argument("--algo", default="ppo", choices=["ppo", "dqn"])
+    parser.add_argument(
+        "--env",
+        nargs="+",
+        default=None,
+        help="env id(s); default snake (with --vs purejaxrl: CartPole-v1 Breakout-MinAtar)",
+    )
+    parser.add_argument(
+        "--updates",
+        type=int,
+        default=None,
+        help="updates timed after compile (default: ~300k env steps; --vs sb3: 300)",
+    )
+    parser.add_argument("--vs", choices=["purejaxrl", "sb3"], default=None, help="train beside a peer in one process")
+    parser.add_argument("--rounds", type=int, default=3, help="--vs purejaxrl: interleaved rounds per env")
+    parser.add_argument(
+        "--seed", type=int, default=30, help="--vs purejaxrl: seed of the first round (one more per round)"
+    )
+    parser.add_argument("--sb3-steps", type=int, default=20_000, help="--vs sb3: SB3 env steps timed")
+    parser.add_argument(
+        "--out", default=None, help="JSON path (default bench/results/train_throughput_<...>.json or dqn_vs_sb3.json)"
+    )
+    parser.add_argument("overrides", nargs="*", help="config overrides, as for python -m jaxrl.train")
+    return parser.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse(argv)
+    from jaxrl.bench.machine import describe
+
+    if args.vs == "purejaxrl":
+        envs = args.env or list(VS_ENVS)
+        result = {"benchmark": "train_throughput_vs_purejaxrl", "envs": vs_purejaxrl(envs, args.rounds, args.seed)}
+        print_vs(result["envs"])
+        default_out = "bench/results/train_throughput_vs_purejaxrl.json"
+    elif args.vs == "sb3":
+        from jaxrl.bench.peers import sb3_peer
+
+        if (missing := sb3_peer.available()) is not None:
+            print(f"error: {missing}", file=sys.stderr)
+            return 2
+        result = vs_sb3(args.sb3_steps, args.updates or 300)
+        default_out = "bench/results/dqn_vs_sb3.json"
+    else:
+        args.env = (args.env or ["snake"])[0]
+        result = chunk_throughput(args)
+        suffix = "" if args.env == "snake" else f"_{args.env}"
+        default_out = f"bench/results/train_throughput_{args.algo}{suffix}.json"
+    result.update(when=datetime.now(UTC).isoformat(timespec="seconds"), machine=describe())
+    out = Path(args.out or default_out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(result, indent=2) + "\n")
+    print(f"saved {out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

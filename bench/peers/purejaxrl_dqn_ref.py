@@ -38,7 +38,7 @@ Differences from PureJaxRL's code:
   `done = terminated | truncated` and the TD target cuts on it: truncation is NOT bootstrapped (a
   time-limit end is treated as a terminal), which is the reference's behaviour and kept on purpose.
 - PureJaxRL's dqn.py wraps with gymnax's own `LogWrapper`; this uses `EpisodeLog` from
-  `bench/purejaxrl_ref.py` (PureJaxRL's wrapper): the logged returns are the same, its `info`
+  `bench/peers/purejaxrl_ref.py` (PureJaxRL's wrapper): the logged returns are the same, its `info`
   carries `timestep` where gymnax's carries `returned_episode_valid`; neither is read here.
 - no flashbax (not installed here): the circular buffer above is written in its place, with the
   same layout, the same index arithmetic and key use, the same length-1 index-vector scatter on
@@ -61,7 +61,7 @@ Kept on purpose, as PureJaxRL has them:
   vector steps, not of gradient steps: the LR ends near 0 only when a gradient step comes every
   vector step (at 64 envs and the defaults it ends at 80% of LR).
 
-    python -m bench.purejaxrl_dqn_ref [--env CartPole-v1] [--seed 0] [KEY=VALUE ...]
+    python -m bench.peers.purejaxrl_dqn_ref [--env CartPole-v1] [--seed 0] [KEY=VALUE ...]
 """
 
 from __future__ import annotations
@@ -76,7 +76,7 @@ import jax.numpy as jnp
 import optax
 from flax.struct import dataclass
 from flax.training.train_state import TrainState
-from jaxrl.bench.purejaxrl_ref import cli_args, compile_and_run_seeds, config_for, final_return, make_env
+from jaxrl.bench.peers.purejaxrl_ref import cli_args, compile_and_run_seeds, config_for, final_return, make_env
 
 Config = dict[str, Any]
 

@@ -18,7 +18,7 @@ Checked against PureJaxRL's own ppo.py patched for gymnax 1.0 (2-core CPU, jax 0
 same seed, the parameters after a full run at PureJaxRL's CartPole settings are bitwise equal on
 CartPole-v1 and Breakout-MinAtar, and the compiled programs have the same fusions.
 
-The training loop is `make_ppo`, which `bench/purejaxrl_ppo_continuous_ref.py` (PureJaxRL's
+The training loop is `make_ppo`, which `bench/peers/purejaxrl_ppo_continuous_ref.py` (PureJaxRL's
 ppo_continuous_action.py, the same loop) shares; `make_train` gives it the vector env, the
 network and the categorical policy. Splitting it out left the parameters after a run bitwise
 equal to before (CartPole-v1, and Acrobot-v1 without LR annealing; 2026-11-24).
@@ -37,7 +37,7 @@ Differences from PureJaxRL's code:
 - no `DEBUG` printing callback, and `make_train` does not write NUM_UPDATES/MINIBATCH_SIZE back
   into the caller's config.
 
-    python -m bench.purejaxrl_ref [--env CartPole-v1] [--seed 0] [KEY=VALUE ...]
+    python -m bench.peers.purejaxrl_ref [--env CartPole-v1] [--seed 0] [KEY=VALUE ...]
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 Credit: PureJaxRL, Chris Lu et al., https://github.com/luchris429/purejaxrl (Apache-2.0). This module
 was re-written here after PureJaxRL's `purejaxrl/ppo_continuous_action.py` and
 `purejaxrl/wrappers.py` (names, layout, typing and docstrings are ours; none of its code is
-copied), to reproduce the same computation. The training loop is `bench/purejaxrl_ref.py`'s
+copied), to reproduce the same computation. The training loop is `bench/peers/purejaxrl_ref.py`'s
 `make_ppo` (PureJaxRL's ppo.py and ppo_continuous_action.py share it: rollout scan, GAE, epochs of
 shuffled minibatches, clipped policy and value losses, `clip_by_global_norm` + adam(eps=1e-5));
 what differs is kept here:
@@ -25,7 +25,7 @@ PureJaxRL's script runs a brax env for 5e7 steps, this one a gymnax classic-cont
 
 Differences from PureJaxRL's code:
 - the env is a gymnax one (PureJaxRL's script wraps brax); gymnax 1.0's `step` returns six values
-  and, as in `bench/purejaxrl_ref.py`, the rollout stores `done = terminated | truncated`: truncation
+  and, as in `bench/peers/purejaxrl_ref.py`, the rollout stores `done = terminated | truncated`: truncation
   is NOT bootstrapped, the reference's behaviour, kept on purpose. The reward normaliser resets
   its running return on the same `done`.
 - no distrax: the Gaussian is written out with distrax's maths (the same draw for the same key).
@@ -38,9 +38,9 @@ Kept on purpose, as PureJaxRL has them:
   at most half the torque. MountainCarContinuous-v0's range is [-1, 1] already.
 - with 2048 envs, a budget of 5e5 steps is 24 updates and 244 steps per env: every env sees one
   Pendulum episode (200 steps), or a part of one MountainCarContinuous episode (up to 999), so
-  `final_return` reads the episodes that ended latest (see `bench.purejaxrl_ref.final_return`).
+  `final_return` reads the episodes that ended latest (see `bench.peers.purejaxrl_ref.final_return`).
 
-    python -m bench.purejaxrl_ppo_continuous_ref [--env Pendulum-v1] [--seed 0] [KEY=VALUE ...]
+    python -m bench.peers.purejaxrl_ppo_continuous_ref [--env Pendulum-v1] [--seed 0] [KEY=VALUE ...]
 """
 
 from __future__ import annotations
@@ -54,7 +54,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 from flax.struct import dataclass
-from jaxrl.bench.purejaxrl_ref import (
+from jaxrl.bench.peers.purejaxrl_ref import (
     EpisodeLog,
     Policy,
     VecEnv,

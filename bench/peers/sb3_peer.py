@@ -11,9 +11,9 @@ one jitted call per step), so both sides learn the very same rules. Two measurem
   15 epochs), and batch_size is `min(2048, n_envs * 256)` so that it divides the rollout.
   The warm-up (not timed) is the first rollout and its update; `setup_s` is construction plus
   warm-up, `env_start_s` the vector env's start alone (every worker up and reset). DQN is SB3's
-  defaults, as in `bench/dqn_vs_sb3.py`; its warm-up is `learning_starts + 1000` steps, so every
-  timed step includes its share of gradient steps (one every 4 vector steps: with `n_envs` envs
-  one per `4 * n_envs` env steps). The reported steps are the ones `learn` took (`num_timesteps`).
+  defaults (`python -m bench.parts.train --vs sb3` times it beside jaxrl's DQN); its warm-up is
+  `learning_starts + 1000` steps, so every timed step includes its share of gradient steps (one
+  every 4 vector steps: with `n_envs` envs one per `4 * n_envs` env steps). The reported steps are the ones `learn` took (`num_timesteps`).
 - `score_curve`: PPO "fast" learning for at most `cap_s` seconds of wall clock counted from the
   start of env and model construction, as a jaxrl run is timed from its start, compile included.
   One point per completed rollout: the mean `info["score"]` (apples eaten) of the episodes that
@@ -39,8 +39,8 @@ was fastest when the machine was quiet (PPO dummy 16 envs 1.6-1.8k steps/s again
 `settings["torch_threads"]` says which a figure used.
 
     pip install '.[bench]'
-    python -m bench.sb3_peer --algo ppo --vec subproc --n-envs 8 --steps 4096
-    python -m bench.sb3_peer --score-cap 120
+    python -m bench.peers.sb3_peer --algo ppo --vec subproc --n-envs 8 --steps 4096
+    python -m bench.peers.sb3_peer --score-cap 120
 """
 
 from __future__ import annotations
