@@ -27,45 +27,45 @@ def pytest_unconfigure(config):
 # guard of the same mechanism beside it where one exists. A listed id that no longer exists fails the run.
 SLOW_TIER = {
     # 4 forced CPU devices in a subprocess (56 s); the env-group and mesh unit tests stay in the default tier
-    "tests/test_mesh.py::test_four_devices_train_like_one_device_with_four_env_groups",
+    "tests/scale/test_mesh.py::test_four_devices_train_like_one_device_with_four_env_groups",
     # two jax processes joined by jax.distributed (45 s); the settings checks stay
-    "tests/test_distributed.py::test_two_processes_train_like_one_process_with_their_devices",
-    "tests/test_distributed.py::test_a_distributed_checkpoint_resumes_on_one_device_and_back",
+    "tests/scale/test_distributed.py::test_two_processes_train_like_one_process_with_their_devices",
+    "tests/scale/test_distributed.py::test_a_distributed_checkpoint_resumes_on_one_device_and_back",
     # kill-and-resume variants; snake-ppo and the SIGKILL/mid-write PPO cases stay in the default tier
-    "tests/test_checkpoint.py::test_resume_of_snake_grid_and_multi_agent_runs_is_bit_identical[snake-gru-ppo]",
-    "tests/test_checkpoint.py::test_resume_in_the_middle_of_a_curriculum_is_bit_identical",
-    "tests/test_checkpoint.py::test_an_allowed_override_takes_effect_on_resume",
-    "tests/test_checkpoint.py::test_resume_with_a_larger_total_rebuilds_the_schedules",
+    "tests/run/test_checkpoint.py::test_resume_of_snake_grid_and_multi_agent_runs_is_bit_identical[snake-gru-ppo]",
+    "tests/run/test_checkpoint.py::test_resume_in_the_middle_of_a_curriculum_is_bit_identical",
+    "tests/run/test_checkpoint.py::test_an_allowed_override_takes_effect_on_resume",
+    "tests/run/test_checkpoint.py::test_resume_with_a_larger_total_rebuilds_the_schedules",
     # determinism across processes and chunkings (the in-process vmap and chunk checks stay)
-    "tests/test_reliability.py::test_the_same_config_and_seed_give_the_same_bits_in_two_processes",
-    "tests/test_reliability.py::test_the_number_of_chunks_does_not_change_the_result[dqn]",
-    "tests/test_reliability.py::test_an_injected_nan_stops_the_run_keeps_the_last_good_checkpoint_and_resume_works[dqn]",
-    "tests/test_reliability.py::test_the_non_finite_exit_code_and_line_from_the_command_line",
-    "tests/test_reliability.py::test_eval_keeps_the_previous_eval_json_and_gif_and_says_so",
+    "tests/run/test_reliability.py::test_the_same_config_and_seed_give_the_same_bits_in_two_processes",
+    "tests/run/test_reliability.py::test_the_number_of_chunks_does_not_change_the_result[dqn]",
+    "tests/run/test_reliability.py::test_an_injected_nan_stops_the_run_keeps_the_last_good_checkpoint_and_resume_works[dqn]",
+    "tests/run/test_reliability.py::test_the_non_finite_exit_code_and_line_from_the_command_line",
+    "tests/run/test_reliability.py::test_eval_keeps_the_previous_eval_json_and_gif_and_says_so",
     # a sweep member equals a separate run (the one-trace and naming sweep tests stay)
-    "tests/test_sweep.py::test_each_member_trains_like_a_separate_run_with_its_settings",
+    "tests/scale/test_sweep.py::test_each_member_trains_like_a_separate_run_with_its_settings",
     # end-to-end runs whose pieces have unit tests in the default tier
-    "tests/test_recurrent.py::test_evaluation_writes_a_replay_for_a_recurrent_snake",
+    "tests/algos/test_recurrent.py::test_evaluation_writes_a_replay_for_a_recurrent_snake",
     "tests/test_api.py::test_replay_writes_the_best_episode_gif",
-    "tests/test_pqn.py::test_pqn_on_several_agents_trains_evaluates_and_resumes",
-    "tests/test_registry.py::test_a_script_that_registers_its_env_trains_it_from_the_command_line",
+    "tests/algos/test_pqn.py::test_pqn_on_several_agents_trains_evaluates_and_resumes",
+    "tests/envs/test_registry.py::test_a_script_that_registers_its_env_trains_it_from_the_command_line",
     # second variants of a mechanism whose first variant stays in the default tier
-    "tests/test_reliability.py::test_training_passes_the_key_reuse_checker[snake-dqn]",
-    "tests/test_grid.py::test_several_agents_per_world_train_one_shared_network_and_evaluate[dqn]",
-    "tests/test_recurrent.py::test_several_agents_per_world_keep_one_carry_each",
-    "tests/test_recurrent.py::test_one_trace_serves_every_recurrent_chunk",
-    "tests/test_sweep.py::test_sweep_outputs_name_every_member",
-    "tests/test_precision.py::test_precision_is_written_to_config_yaml_and_a_resumed_run_keeps_it",
-    "tests/test_reliability.py::test_an_apple_reward_that_overflows_the_return_reaches_the_guard",
+    "tests/run/test_reliability.py::test_training_passes_the_key_reuse_checker[snake-dqn]",
+    "tests/envs/test_grid.py::test_several_agents_per_world_train_one_shared_network_and_evaluate[dqn]",
+    "tests/algos/test_recurrent.py::test_several_agents_per_world_keep_one_carry_each",
+    "tests/algos/test_recurrent.py::test_one_trace_serves_every_recurrent_chunk",
+    "tests/scale/test_sweep.py::test_sweep_outputs_name_every_member",
+    "tests/core/test_precision.py::test_precision_is_written_to_config_yaml_and_a_resumed_run_keeps_it",
+    "tests/run/test_reliability.py::test_an_apple_reward_that_overflows_the_return_reaches_the_guard",
     # the SB3 peer's process hygiene (the bench's peer, not the library)
-    "tests/test_sb3_peer.py::test_subproc_workers_are_gone_after_a_run",
+    "tests/bench/test_sb3_peer.py::test_subproc_workers_are_gone_after_a_run",
     # learning checks
-    "tests/test_gymnasium.py::test_sb3_ppo_learns_on_the_adapter",
-    "tests/test_purejaxrl_dqn_ref.py::test_an_odd_env_count_learns_on_purejaxrls_modulo_schedule",
-    "tests/test_ppo.py::test_cartpole_learns_within_5e5_steps",
-    "tests/test_ppo.py::test_snake_beats_random_and_seeds_are_independent",
-    "tests/test_dqn.py::test_dqn_on_snake_beats_random",
-    "tests/test_grid.py::test_dqn_with_the_tuned_grid_config_beats_random",
+    "tests/envs/test_gymnasium.py::test_sb3_ppo_learns_on_the_adapter",
+    "tests/bench/test_purejaxrl_dqn_ref.py::test_an_odd_env_count_learns_on_purejaxrls_modulo_schedule",
+    "tests/algos/test_ppo.py::test_cartpole_learns_within_5e5_steps",
+    "tests/algos/test_ppo.py::test_snake_beats_random_and_seeds_are_independent",
+    "tests/algos/test_dqn.py::test_dqn_on_snake_beats_random",
+    "tests/envs/test_grid.py::test_dqn_with_the_tuned_grid_config_beats_random",
 }
 
 

@@ -6,6 +6,10 @@ import signal
 import time
 from typing import Any
 
+import jax
+import jax.numpy as jnp
+import numpy as np
+
 from jaxrl.run.driver import Chunk, Hook, RunContext
 
 
@@ -86,3 +90,74 @@ class KillAfterChunks(Hook):
                     raise RuntimeError(f"no checkpoint write started after chunk {self.seen}")
                 time.sleep(0.0005)
         os.kill(os.getpid(), signal.SIGKILL)
+
+
+# -- learning checks (PPO, DQN, the grid) -----------------------------------------------------------
+
+
+def final_mean(stats, key="return_sum", tail=0.1):
+    """Mean over the episodes that ended in the last `tail` of updates of an `UpdateStats` stack."""
+    episodes = stats.episodes
+    n = episodes.episodes.shape[-1]
+    last = slice(n - max(1, int(n * tail)), n)
+    return float(np.sum(getattr(episodes, key)[..., last]) / np.sum(episodes.episodes[..., last]))
+
+
+def with_unit_gradient(algo):
+    """`algo` with its loss's gradient replaced by 1 for every parameter (value and stats kept): Adam then
+    moves every parameter by the learning rate (over 1 + eps) at each step, so the moves read off the step sizes."""
+    loss = algo.loss
+
+    def unit(params, *args):
+        value, stats = loss(params, *args)
+        total = sum(jnp.sum(p) for p in jax.tree.leaves(params))
+        return jax.lax.stop_gradient(value) + total - jax.lax.stop_gradient(total), stats
+
+    algo.loss = unit
+    return algo
+
+
+def bias_values(params) -> np.ndarray:
+    """Every bias of a network, flattened: they start at 0, so their float32 sums show even tiny steps."""
+    found = [
+        np.ravel(x) for path, x in jax.tree_util.tree_leaves_with_path(params) if "bias" in jax.tree_util.keystr(path)
+    ]
+    return np.concatenate(found).astype(np.float64)
+
+
+def random_snake_score(env, params, n=512, steps=400):
+    def body(state, key):
+        act_key, step_key = jax.random.split(key)
+        a = jax.random.randint(act_key, (n,), 0, 4)
+        _, state, _, term, trunc, info = jax.vmap(env.step, in_axes=(0, 0, 0, None))(
+            jax.random.split(step_key, n), state, a, params
+        )
+        done = term | trunc
+        return state, (jnp.where(done, info["score"], 0).sum(), done.sum())
+
+    _, state = jax.vmap(env.reset, in_axes=(0, None))(jax.random.split(jax.random.key(9), n), params)
+    _, (score, count) = jax.lax.scan(body, state, jax.random.split(jax.random.key(10), steps))
+    return float(score.sum() / count.sum())
+
+
+# -- comparing runners (sweeps, devices, hosts) ------------------------------------------------------
+
+
+def leaves(runner) -> list[np.ndarray]:
+    out = []
+    for x in jax.tree.leaves(runner):
+        if jax.dtypes.issubdtype(x.dtype, jax.dtypes.prng_key):
+            x = jax.random.key_data(x)
+        out.append(np.asarray(x))
+    return out
+
+
+def difference(a, b) -> float:
+    """Largest absolute difference between two runners' float leaves; inf if an integer leaf differs."""
+    worst = 0.0
+    for x, y in zip(leaves(a), leaves(b), strict=True):
+        if x.dtype.kind == "f":
+            worst = max(worst, float(np.max(np.abs(x - y))) if x.size else 0.0)
+        elif not np.array_equal(x, y):
+            return float("inf")
+    return worst

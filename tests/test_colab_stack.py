@@ -24,8 +24,8 @@ PINS = ROOT / "tests" / "colab_pins.txt"
 # tests at the bottom of this file.
 FAST_TESTS = [
     "tests/test_api.py",
-    "tests/test_checkpoint.py",
-    "tests/test_gymnasium.py",
+    "tests/run/test_checkpoint.py",
+    "tests/envs/test_gymnasium.py",
     "tests/test_notebooks.py",
 ]
 # Folded on this stack: the Snake resume repeats the CartPole SIGKILL resume's orbax save and restore with

@@ -32,7 +32,7 @@ from jaxrl.bench.reference import RUNS as REFERENCE  # the settings: one home fo
 
 import jaxrl
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 PINNED_ON = "0.10."
 PINNED_CPU = "AMD EPYC (family 25, model 17)"  # /proc/cpuinfo on the machine that took them
 RUNS = {

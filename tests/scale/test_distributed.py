@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 import jaxrl
-from tests.multi_device import difference
+from tests.helpers import difference
 
 TOLERANCE = 2e-3  # float leaves, as in test_mesh.py
 RUN = [
@@ -41,7 +41,7 @@ def free_port() -> int:
 
 def environment(devices: int) -> dict:
     env = dict(os.environ, JAX_PLATFORMS="cpu", XLA_FLAGS=f"--xla_force_host_platform_device_count={devices}")
-    env["PYTHONPATH"] = os.pathsep.join([str(Path(__file__).parents[1]), env.get("PYTHONPATH", "")])
+    env["PYTHONPATH"] = os.pathsep.join([str(Path(__file__).parents[2]), env.get("PYTHONPATH", "")])
     return env
 
 

@@ -20,7 +20,7 @@ import pytest
 import jaxrl
 from jaxrl.train import main
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 CARTPOLE = ["env=CartPole-v1", "num_envs=4", "algo.num_steps=64", "total_timesteps=8192", "progress=false"]
 DQN = ["env=CartPole-v1", "algo=dqn", "total_timesteps=4000", "algo.learning_starts=500", "algo.buffer_size=1000"]
 ONE_LINE = re.compile(r"^error: [^\n]+\n?$")
@@ -443,7 +443,7 @@ def test_training_passes_the_key_reuse_checker(algo, env, tmp_path):
 
 def test_a_run_of_1e11_env_steps_fits_its_counters():
     """1e11 env steps per seed: accepted when the updates fit the int32 update counter (the algorithms' env-step
-    figures are float32 or exact integer arithmetic on it: tests/test_dqn.py, tests/test_ppo.py), refused with one
+    figures are float32 or exact integer arithmetic on it: tests/algos/test_dqn.py, tests/algos/test_ppo.py), refused with one
     line when they would not."""
     from jaxrl.config.compose import compose_config
     from jaxrl.config.schema import ConfigError

@@ -361,8 +361,7 @@ def test_ppo_with_the_grid_cnn_beats_random(tmp_path):
     from jaxrl.config.compose import compose_config
     from jaxrl.config.schema import make_env
     from jaxrl.run.evaluation import play
-    from tests.helpers import train_run
-    from tests.test_ppo import final_mean
+    from tests.helpers import final_mean, train_run
 
     cfg, _ = compose_config(["env=grid", "env.max_steps_in_episode=64", "num_envs=64", "total_timesteps=4e5"])
     assert cfg.algo.network == "cnn"
@@ -384,8 +383,7 @@ def test_dqn_with_the_tuned_grid_config_beats_random():
     from jaxrl.config.compose import compose_config
     from jaxrl.config.schema import make_env
     from jaxrl.run.evaluation import play
-    from tests.helpers import train_run
-    from tests.test_ppo import final_mean
+    from tests.helpers import final_mean, train_run
 
     cfg, _ = compose_config(["env=grid", "algo=dqn", "env.max_steps_in_episode=64", "total_timesteps=5e5"])
     assert cfg.num_envs == 64 and cfg.algo.n_step == 3

@@ -1,6 +1,6 @@
 """Several devices (`devices=N`, `jaxrl.scale.mesh`) and env groups (`env_groups`, `jaxrl.core.groups`).
 
-The multi-device runs happen in a subprocess on 4 forced host CPU devices (`tests/multi_device.py`):
+The multi-device runs happen in a subprocess on 4 forced host CPU devices (`tests/scale/multi_device.py`):
 jax fixes its device count when it starts. Environment states and actions are integers, so any
 difference in what the sharded program did shows as an exact mismatch; float leaves (parameters,
 optimizer state) may differ by the rounding of reductions split across devices.

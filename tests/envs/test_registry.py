@@ -12,7 +12,7 @@ import jaxrl
 from jaxrl import envs
 from jaxrl.train import main
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 # A user's env: walk right along a corridor of `length` cells to earn `reward`; no package of ours needed.
 CORRIDOR = textwrap.dedent(

@@ -1,5 +1,5 @@
 """Multi-device checks on 4 forced host CPU devices, run by `test_mesh.py` in a subprocess (the
-device count is fixed when jax starts): python tests/multi_device.py OUT_JSON CHECK...
+device count is fixed when jax starts): python tests/scale/multi_device.py OUT_JSON CHECK...
 
 Each check trains tiny runs through the Python API and writes the largest difference it found.
 """
@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 
-if __name__ == "__main__":  # run as the script; imported (for `difference`), it must not change jax's devices
+if __name__ == "__main__":  # only the script forces 4 devices (jax fixes the count when it starts)
     os.environ["XLA_FLAGS"] = os.environ.get("XLA_FLAGS", "") + " --xla_force_host_platform_device_count=4"
 
 import json
@@ -18,9 +18,11 @@ import tempfile
 from pathlib import Path
 
 import jax
-import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository root: `tests.helpers`
 
 import jaxrl
+from tests.helpers import difference
 
 RUNS = {  # (env, settings): every algorithm, recurrent PPO, several agents per world
     "ppo": ("snake", {}),
@@ -29,26 +31,6 @@ RUNS = {  # (env, settings): every algorithm, recurrent PPO, several agents per 
     "pqn": ("snake", {"algo": "pqn"}),
     "dqn": ("snake", {"algo": "dqn", "algo.learning_starts": 512, "algo.batch_size": 64}),
 }
-
-
-def leaves(runner) -> list[np.ndarray]:
-    out = []
-    for x in jax.tree.leaves(runner):
-        if jax.dtypes.issubdtype(x.dtype, jax.dtypes.prng_key):
-            x = jax.random.key_data(x)
-        out.append(np.asarray(x))
-    return out
-
-
-def difference(a, b) -> float:
-    """Largest absolute difference between two runners' float leaves; inf if an integer leaf differs."""
-    worst = 0.0
-    for x, y in zip(leaves(a), leaves(b), strict=True):
-        if x.dtype.kind == "f":
-            worst = max(worst, float(np.max(np.abs(x - y))) if x.size else 0.0)
-        elif not np.array_equal(x, y):
-            return float("inf")
-    return worst
 
 
 def train(root: Path, name: str, env, **settings):

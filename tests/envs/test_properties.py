@@ -37,7 +37,7 @@ from jaxrl.envs.snake import DCOL, DROW, START_LENGTH, Snake
 from jaxrl.envs.snake import EnvParams as SnakeParams
 from jaxrl.envs.snake import EnvState as SnakeState
 
-RESULTS = Path(__file__).resolve().parents[1] / "bench" / "results" / "property_suite.json"
+RESULTS = Path(__file__).resolve().parents[2] / "bench" / "results" / "property_suite.json"
 FAST = settings(max_examples=12, deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow])
 # The slow runs report a failing example without shrinking it: each example is 131k transitions.
 SLOW = settings(max_examples=8, deadline=None, database=None, phases=(Phase.explicit, Phase.generate))
@@ -1000,7 +1000,7 @@ def check_a_million(name: str, check: Callable, settings_strategy: st.SearchStra
             "coverage": dict(coverage),
             "when": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
             "wall_s": round(wall, 1),
-            "command": "python -m pytest -m slow tests/test_properties.py",
+            "command": "python -m pytest -m slow tests/envs/test_properties.py",
             "machine": describe(),
         },
     )

@@ -21,8 +21,7 @@ from jaxrl.config.validate import validate
 from jaxrl.run import build
 from jaxrl.scale.sweep import Sweep, flatten, parse
 from jaxrl.train import main as train_main
-from tests.helpers import count_traces, env_config
-from tests.multi_device import difference
+from tests.helpers import count_traces, difference, env_config
 
 TOLERANCE = 1e-4  # float leaves after 2 updates; integer leaves (env states, counters) must match exactly
 BASE = {"num_envs": 16, "total_timesteps": 4096, "num_chunks": 2, "num_seeds": 2, "progress": False}

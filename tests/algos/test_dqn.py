@@ -13,8 +13,15 @@ from jaxrl.config.schema import TrainConfig
 from jaxrl.core import rollout
 from jaxrl.core.replay import Batch, ReplayBuffer
 from jaxrl.run import build
-from tests.helpers import count_traces, env_config, train_run
-from tests.test_ppo import bias_values, final_mean, random_snake_score, with_unit_gradient
+from tests.helpers import (
+    bias_values,
+    count_traces,
+    env_config,
+    final_mean,
+    random_snake_score,
+    train_run,
+    with_unit_gradient,
+)
 
 
 def float_buffer(rows=4, num_envs=2):
@@ -435,7 +442,7 @@ def test_dqn_on_snake_beats_random():
     assert trained > 3.5, (trained, random_score)
 
 
-# The tuned DQN CartPole default's greedy play is checked on tests/test_parity.py's 4-seed run of it.
+# The tuned DQN CartPole default's greedy play is checked on tests/algos/test_parity.py's 4-seed run of it.
 
 
 def test_one_trace_serves_every_dqn_chunk(monkeypatch):

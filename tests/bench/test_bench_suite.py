@@ -12,7 +12,7 @@ import pytest
 from jaxrl.bench import readme as bench_readme
 from jaxrl.bench.parts import ORDER
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def bench(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess:

@@ -15,7 +15,7 @@ import pytest
 
 import jaxrl
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 RUNS = {
     "ppo": ["env=CartPole-v1", "algo=ppo", "num_envs=4", "algo.num_steps=64", "total_timesteps=20480"],

@@ -13,15 +13,15 @@ from jaxrl.config.schema import TrainConfig, make_env
 from jaxrl.core import losses
 from jaxrl.core.loop import make_train
 from jaxrl.run import build
-from tests.helpers import count_traces, env_config, train_run
-
-
-def final_mean(stats, key="return_sum", tail=0.1):
-    """Mean over the episodes that ended in the last `tail` of updates of an `UpdateStats` stack."""
-    episodes = stats.episodes
-    n = episodes.episodes.shape[-1]
-    last = slice(n - max(1, int(n * tail)), n)
-    return float(np.sum(getattr(episodes, key)[..., last]) / np.sum(episodes.episodes[..., last]))
+from tests.helpers import (
+    bias_values,
+    count_traces,
+    env_config,
+    final_mean,
+    random_snake_score,
+    train_run,
+    with_unit_gradient,
+)
 
 
 # bf16: the network computes in bfloat16 (2.2x slower than fp32 on the 2-core CPU: 9 s). Measured 2026-11-24 on
@@ -38,43 +38,6 @@ def test_cartpole_learns_within_5e5_steps(precision):
     # 475 held here (2-core AMD EPYC); a 2-core Intel Xeon gave 471.3 with bf16 (2026-11-25): XLA's
     # floats differ by CPU and so does the trajectory. 400 still fails any broken learner (random: ~22).
     assert final_mean(stats) >= 400
-
-
-def with_unit_gradient(algo):
-    """`algo` with its loss's gradient replaced by 1 for every parameter (value and stats kept): Adam then
-    moves every parameter by the learning rate (over 1 + eps) at each step, so the moves read off the step sizes."""
-    loss = algo.loss
-
-    def unit(params, *args):
-        value, stats = loss(params, *args)
-        total = sum(jnp.sum(p) for p in jax.tree.leaves(params))
-        return jax.lax.stop_gradient(value) + total - jax.lax.stop_gradient(total), stats
-
-    algo.loss = unit
-    return algo
-
-
-def bias_values(params) -> np.ndarray:
-    """Every bias of a network, flattened: they start at 0, so their float32 sums show even tiny steps."""
-    found = [
-        np.ravel(x) for path, x in jax.tree_util.tree_leaves_with_path(params) if "bias" in jax.tree_util.keystr(path)
-    ]
-    return np.concatenate(found).astype(np.float64)
-
-
-def random_snake_score(env, params, n=512, steps=400):
-    def body(state, key):
-        act_key, step_key = jax.random.split(key)
-        a = jax.random.randint(act_key, (n,), 0, 4)
-        _, state, _, term, trunc, info = jax.vmap(env.step, in_axes=(0, 0, 0, None))(
-            jax.random.split(step_key, n), state, a, params
-        )
-        done = term | trunc
-        return state, (jnp.where(done, info["score"], 0).sum(), done.sum())
-
-    _, state = jax.vmap(env.reset, in_axes=(0, None))(jax.random.split(jax.random.key(9), n), params)
-    _, (score, count) = jax.lax.scan(body, state, jax.random.split(jax.random.key(10), steps))
-    return float(score.sum() / count.sum())
 
 
 def test_snake_beats_random_and_seeds_are_independent():
@@ -115,7 +78,7 @@ def test_one_trace_serves_every_chunk(monkeypatch):
     assert np.asarray(runner.update).tolist() == [7, 7]
 
 
-# The shipped tuned defaults for the classic-control ids are pinned, 4 seeds each, in tests/test_parity.py.
+# The shipped tuned defaults for the classic-control ids are pinned, 4 seeds each, in tests/algos/test_parity.py.
 
 
 def test_observation_statistics_match_numpy():
