@@ -125,7 +125,7 @@ def report(result: dict[str, Any]) -> str:
         (
             "Final training return per learning rate, the sweep's members against the separate runs. A member"
             " computes what its separate run computes up to float rounding (a vmap of 12 entries batches the"
-            " matmuls differently from one of 4; `tests/test_sweep.py` pins it after two updates), and over"
+            " matmuls differently from one of 4; `tests/scale/test_sweep.py` pins it after two updates), and over"
             " millions of steps that rounding can grow into another trajectory, as another seed would:"
         ),
         "",
