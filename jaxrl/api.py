@@ -30,8 +30,7 @@ def compose(
     """(typed config, resolved config, resume dir) of a new run or of `resume=RUN_DIR`, from command-line
     overrides (`["env=snake", "algo.lr=3e-4"]`) or the API's keyword settings (`{"env": "snake", "algo.lr": 3e-4}`,
     merged as Python values); ConfigError (one line) otherwise. The one way in for the CLI and the API."""
-    from jaxrl.config.compose import compose_config, resume_config, settings_config, split_settings
-    from jaxrl.run.build import check_same_state
+    from jaxrl.config.compose import split_settings  # imports nothing of jax
     from jaxrl.scale.distributed import join_early
 
     run_dir = None if resume is None else Path(resume).expanduser()
@@ -39,7 +38,10 @@ def compose(
     if keywords:
         choices, flat = split_settings(settings)
         settings = {**choices, **flat}
-    join_early(settings, None if run_dir is None else run_dir / "config.yaml")  # before jax starts
+    join_early(settings, None if run_dir is None else run_dir / "config.yaml")  # before jax starts (envs, gymnax)
+    from jaxrl.config.compose import compose_config, resume_config, settings_config
+    from jaxrl.run.build import check_same_state
+
     if run_dir is None:
         cfg, resolved = settings_config(settings) if keywords else compose_config(settings)
         return cfg, resolved, None

@@ -6,7 +6,6 @@ import re
 from typing import Any
 
 from jaxrl.config.schema import ConfigError, TrainConfig
-from jaxrl.config.validate import validate
 
 PRESETS = ("fast", "heavy", "beast")
 DEFAULT_ENV = "snake"  # configs/config.yaml's env default
@@ -126,6 +125,7 @@ def compose_config(overrides: list[str], values: dict[str, Any] | None = None) -
 
     from jaxrl.algos.base import algorithms
     from jaxrl.config.schema import ConfigError
+    from jaxrl.config.validate import validate
 
     for item in overrides:
         if "=" not in item:
@@ -188,6 +188,7 @@ def resume_config(
 
     from jaxrl.algos.base import get as get_algorithm
     from jaxrl.config.schema import ConfigError
+    from jaxrl.config.validate import validate
 
     run_dir = Path(run_dir)
     values = None

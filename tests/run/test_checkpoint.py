@@ -32,11 +32,12 @@ RUNS = {
 # The Python API with a fault-injection hook: SIGKILL after that many chunks (argv: chunks, then key=value ...).
 KILLED_RUN = """
 import sys
-import jaxrl
+from jaxrl.api import compose
+from jaxrl.run import build
 from tests.helpers import KillAfterChunks
 chunks, _, when = sys.argv[1].partition(":")
-settings = dict(arg.split("=", 1) for arg in sys.argv[2:])
-jaxrl.train(**settings, hooks=[KillAfterChunks(int(chunks), during_save=when == "save")])
+cfg, resolved, _ = compose(sys.argv[2:])  # the command line's overrides, read as the CLI reads them
+build.train(cfg, resolved, hooks=[KillAfterChunks(int(chunks), during_save=when == "save")])
 """
 
 

@@ -189,3 +189,32 @@ def test_gloo_lines_written_into_each_other_are_all_cut():
     mixed = line.format(1) + b[:13] + a + b[13:]  # seen 2026-11-26: "[Gloo] Rank [Gloo] Rank 2 ...\n3 is ..."
     assert without_gloo(mixed) == ""
     assert without_gloo(mixed + "done: 4,096 env steps\n") == "done: 4,096 env steps"
+
+
+JOIN_PROBE = """
+import sys
+import jax._src.xla_bridge as xb
+from jaxrl.scale import distributed
+
+def joined(launch):  # stands in for jax.distributed.initialize: was jax's backend still unstarted?
+    print("backend started before the join:", xb.backends_are_initialized(), launch.num_processes, flush=True)
+    raise SystemExit(0)
+
+distributed.check_distributed = lambda launch: None
+distributed.initialize = joined
+if sys.argv[1] == "cli":
+    from jaxrl.train import main
+    main(["env=snake", "distributed=true", "num_processes=2", "algo.lr=1e-3"])
+else:
+    import jaxrl
+    jaxrl.train(env="snake", distributed=True, num_processes=2, **{"algo.lr": 1e-3})
+print("never joined")
+"""
+
+
+@pytest.mark.parametrize("way", ["cli", "api"])
+def test_the_processes_join_before_anything_starts_jax(way):
+    """The launch settings are read once, before the config is composed: importing gymnax (every env's
+    schema) starts jax's backend, after which jax.distributed.initialize refuses."""
+    proc = subprocess.run([sys.executable, "-c", JOIN_PROBE, way], capture_output=True, text=True, check=False)
+    assert proc.stdout.strip() == "backend started before the join: False 2", proc.stdout + proc.stderr[-2000:]
