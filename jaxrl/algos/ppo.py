@@ -27,7 +27,7 @@ from jaxrl.algos.base import Allocation
 from jaxrl.algos.common import epoch_rates, truncated_values
 from jaxrl.config.schema import ConfigError, TrainConfig, agents_per_world, env_groups
 from jaxrl.config.validate import in_range, non_negative, positive
-from jaxrl.core import groups, losses, networks, rollout
+from jaxrl.core import groups, losses, networks, rollout, shuffle
 from jaxrl.core.precision import compute_dtype
 from jaxrl.core.replay import ObsCodec
 from jaxrl.core.stats import UpdateStats, all_finite, global_norm
@@ -478,13 +478,7 @@ class PPO:
 
     def group_minibatches(self, data: Any, perm: jax.Array) -> Any:
         """`minibatches` of one group's data (all of it with one group), in the order of `perm` over its transitions."""
-        m = self.num_minibatches
-
-        def split(x: jax.Array) -> jax.Array:
-            x = x.reshape((-1,) + x.shape[2:])[perm]
-            return x.reshape((m, -1) + x.shape[1:])
-
-        return jax.tree.map(split, data)
+        return shuffle.minibatches(data, perm, self.num_minibatches)
 
     def epoch(self, carry, perm: jax.Array, lrs: jax.Array, data, obs_stats: ObsStats | None = None):
         """One pass over the rollout in minibatches, in the order of `perm`, at learning rates `lrs`."""

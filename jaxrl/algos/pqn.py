@@ -21,7 +21,7 @@ from jaxrl.algos.base import Allocation, register
 from jaxrl.algos.common import epoch_rates, feed_forward_only, linear_epsilon, q_network, truncated_values
 from jaxrl.config.schema import ConfigError, TrainConfig, agents_per_world, env_groups
 from jaxrl.config.validate import in_range, positive
-from jaxrl.core import groups, losses, rollout
+from jaxrl.core import groups, losses, rollout, shuffle
 from jaxrl.core.replay import ObsCodec
 from jaxrl.core.stats import UpdateStats, all_finite, global_norm
 from jaxrl.core.vector import VectorEnv
@@ -235,17 +235,9 @@ class PQN:
         """One pass over the rollout in minibatches of transitions; `perm` is (env groups, transitions
         per group): each group shuffles its own streams' steps, and minibatch i is every group's
         i-th part side by side (`jaxrl.core.groups`)."""
-        batches = groups.minibatches(self.group_minibatches, data, perm, self.groups)
+        cut = lambda group_data, order: shuffle.minibatches(group_data, order, self.num_minibatches)
+        batches = groups.minibatches(cut, data, perm, self.groups)
         return jax.lax.scan(self.minibatch_step, carry, (*batches, lrs))
-
-    def group_minibatches(self, data: Any, perm: jax.Array) -> Any:
-        """One group's (trajectory, targets) (all of it with one group) in the order of `perm`, cut into minibatches."""
-
-        def split(x: jax.Array) -> jax.Array:
-            x = x.reshape((-1,) + x.shape[2:])[perm]
-            return x.reshape((self.num_minibatches, -1) + x.shape[1:])
-
-        return jax.tree.map(split, data)
 
     def update(self, runner: PQNRunner) -> tuple[PQNRunner, UpdateStats]:
         """Collect one rollout, compute its Q(lambda) returns, and regress onto them for update_epochs epochs."""

@@ -21,7 +21,7 @@ import jax.numpy as jnp
 from jaxrl.algos.base import register
 from jaxrl.algos.ppo import PPO, ObsStats, PPOConfig, PPORunner, Transition, horizon, sequence_sizes
 from jaxrl.config.schema import ConfigError, TrainConfig
-from jaxrl.core import groups, networks
+from jaxrl.core import groups, networks, shuffle
 
 
 class RecurrentPPO(PPO):
@@ -125,7 +125,7 @@ class RecurrentPPO(PPO):
 
         traj, advantages, targets, (starts, resets) = data
         traj, advantages, targets, resets = jax.tree.map(self.sequences, (traj, advantages, targets, resets))
-        starts = jax.tree.map(lambda x: x.reshape((-1,) + x.shape[2:])[perm].reshape((m, -1) + x.shape[2:]), starts)
+        starts = shuffle.minibatches(starts, perm, m)  # (pieces, streams, ...): one per sequence
         split = lambda tree: jax.tree.map(split_time, tree)
         return split(traj), split(advantages), split(targets), (starts, split(resets))
 

@@ -14,6 +14,8 @@ expected number of such tied pairs, n^2 / 2^(bits + 1), is below one.
 
 from __future__ import annotations
 
+from typing import Any
+
 import jax
 import jax.numpy as jnp
 
@@ -38,3 +40,14 @@ def permutations(key: jax.Array, n: int, count: int) -> jax.Array:
         order = jax.lax.sort((bits[r] & high) | index, dimension=1) & ~high  # positions, by random bits
         perm = order if perm is None else jnp.take_along_axis(perm, order, axis=1)
     return perm.astype(jnp.int32)
+
+
+def minibatches(data: Any, perm: jax.Array, count: int) -> Any:
+    """Every array of `data` (steps, streams, ...) flattened to its steps x streams items, put in the
+    order of `perm` (a permutation of them) and cut into `count` minibatches: (count, items / count, ...)."""
+
+    def cut(x: jax.Array) -> jax.Array:
+        x = x.reshape((-1,) + x.shape[2:])[perm]
+        return x.reshape((count, -1) + x.shape[1:])
+
+    return jax.tree.map(cut, data)

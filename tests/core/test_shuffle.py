@@ -42,3 +42,12 @@ def test_positions_are_uniform(n):
 def test_refuses_sizes_it_cannot_pack():
     with pytest.raises(ValueError, match="n=0"):
         shuffle.permutations(jax.random.key(0), 0, 1)
+
+
+def test_minibatches_flatten_steps_and_streams_then_cut_in_the_order_of_the_permutation():
+    data = {"x": np.arange(6).reshape(2, 3), "y": np.arange(12).reshape(2, 3, 2)}  # (steps, streams, ...)
+    perm = np.array([5, 0, 4, 1, 3, 2])
+    out = shuffle.minibatches(data, perm, 3)
+    np.testing.assert_array_equal(out["x"], [[5, 0], [4, 1], [3, 2]])
+    assert out["y"].shape == (3, 2, 2)
+    np.testing.assert_array_equal(out["y"][0], [[10, 11], [0, 1]])
