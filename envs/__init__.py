@@ -46,12 +46,14 @@ def _import_gymnax() -> None:
 if "gymnax" not in sys.modules:
     _import_gymnax()
 
-from jaxrl.envs.grid import GridWorld  # after gymnax: envs.grid imports it
+from jaxrl.envs.arena import Arena  # after gymnax: the envs import it
+from jaxrl.envs.grid import GridWorld
 from jaxrl.envs.registry import EnvSettingError, EnvSpec, UnknownEnvError, make, register, registered_names, spec
 from jaxrl.envs.snake import Snake
 
 register("snake", Snake)
 register("grid", GridWorld)
+register("arena", Arena)
 
 
 def to_gymnasium(name: str, render_mode: str | None = None, **settings):
@@ -69,6 +71,7 @@ def to_gymnasium_vector(name: str, num_envs: int, render_mode: str | None = None
 
 
 __all__ = [
+    "Arena",
     "EnvSettingError",
     "EnvSpec",
     "GridWorld",

@@ -19,6 +19,8 @@ CASES = [
     ("grid", {}),
     ("grid", {"size": 6, "view": 7}),
     ("grid", {"num_agents": 4}),
+    ("arena", {}),
+    ("arena", {"size": 9, "num_snakes": 6, "num_agents": 2, "view": 5}),
 ]
 assert {name for name, _ in CASES} == set(OUR_ENVS), "every env of ours needs a contract case"
 

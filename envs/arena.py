@@ -1,0 +1,530 @@
+"""A multi-snake arena with Battlesnake's standard rules and scripted bots inside the step, as a pure JAX env.
+
+The board is kept per cell: which snake holds a cell (`owner`) and for how many more moves
+(`life`, the length at the head, counting down toward the tail). A move is then a count-down
+over the board, so tails follow without a per-snake body list, and a snake that eats simply
+stops one count (Battlesnake's stacked tail). Every rule is an elementwise mask or a reduction
+over cells and snakes: no scatter or gather under `vmap`, which XLA runs slowly on CPU.
+"""
+
+from __future__ import annotations
+
+import math
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from flax import struct
+from gymnax.environments import environment, spaces
+from jaxrl.envs.base import INT32_MAX, AgentsDiscrete, Env, finite32, hash32, pick, whole
+
+# Row and column offsets of the four directions: 0 up, 1 right, 2 down, 3 left.
+DROW = (-1, 0, 1, 0)
+DCOL = (0, 1, 0, -1)
+CHANNELS = ("own body", "other bodies", "other heads", "heads at least as long", "food", "wall")
+SPAWN_CAP = 3  # food spawned per step at most: a larger shortfall below min_food is filled over the next steps
+FAR = 10_000  # a weight above any path length
+
+
+@struct.dataclass
+class EnvState(environment.EnvState):
+    owner: jax.Array  # (cells,) int8, the snake holding the cell; -1 free
+    life: jax.Array  # (cells,) int16, moves until the cell frees (the head: the snake's length); 0 free
+    food: jax.Array  # (cells,) bool
+    head: jax.Array  # (snakes,) int32, cell index row * size + col (stale once the snake is dead)
+    heading: jax.Array  # (snakes,) int32, the last move (0 up, 1 right, 2 down, 3 left)
+    length: jax.Array  # (snakes,) int32
+    health: jax.Array  # (snakes,) int32
+    alive: jax.Array  # (snakes,) bool
+    playing: jax.Array  # (snakes,) bool, in this game (every learner, and num_bots bots)
+    greedy: jax.Array  # (snakes,) bool, a bot that plays greedy (else random_safe); drawn per game
+    placement: jax.Array  # (snakes,) int32, 1 + snakes that outlived it (0 while alive; 1 for a survivor)
+    kills: jax.Array  # (snakes,) int32, snakes that died running into this one (its body, or its head when longer)
+    time: jax.Array  # () int32, steps since the reset
+
+
+@struct.dataclass
+class EnvParams(environment.EnvParams):
+    max_steps_in_episode: int = 500  # truncation: steps in one game
+    num_bots: int = 3  # snakes the bots drive (the rest of the slots beyond the learners sit the game out)
+    greedy_share: float = 1.0  # chance that a game's bots play greedy (else random_safe), drawn per game
+    start_length: int = 3  # a new snake: this many segments stacked on its start cell
+    max_health: int = 100  # health at the start and after eating; -1 per step, a snake at 0 starves
+    min_food: int = 1  # food on the board at least (topped up after each step, up to 3 per step)
+    food_chance: float = 0.15  # per step, with min_food met: the chance of one more food on a free cell
+    reward_win: float = 1.0  # a learner left alone on the board (the game had 2 or more snakes)
+    reward_death: float = -1.0  # a learner's death (leaving the board, a collision, starving)
+    reward_food: float = 0.0  # a learner eating
+    reward_step: float = 0.0  # every other step of a live learner
+
+
+class Arena(Env):
+    """`num_snakes` snakes on a `size x size` board, Battlesnake's standard rules, all moving at once.
+
+    Snakes 0 .. num_agents-1 are the learners; the next `num_bots` (an EnvParams value, so a
+    curriculum can change it without recompiling) are driven by bots inside the step; any slots
+    beyond sit the game out.
+    Rules (Battlesnake standard): each step every snake moves, loses 1 health, eats food on its new
+        head cell (health back to `max_health`, one segment longer: the tail stays once), then
+        dies by leaving the board, by starving (health 0), by entering a body cell (its own or
+        another's: a tail that moves away this step is free, a tail stacked by eating is not), or
+        head-to-head on one cell (the shorter dies, equal lengths both die). Bodies of snakes dying
+        this step still count for that step's collisions; then they leave the board.
+    Food: at the start one food diagonally beside each snake (toward the centre) and one at the
+        centre if free; after each step topped up to `min_food`, else one more with `food_chance`,
+        each on a uniformly random free cell.
+    Start: snakes on distinct cells of the odd rows and columns (1, 3, 5, ...), a random affine
+        permutation of them, `start_length` segments stacked there, facing a random direction.
+    Bots: `random_safe` moves at random among the moves that do not die for certain this step
+        (off the board, into a body cell that stays); `greedy` takes the shortest path to food
+        (breadth-first over cells free now or freed this step), never a certain death, and
+        avoids cells next to the head of a snake at least as long. A game's bots are all greedy
+        with probability `greedy_share`, else all random_safe.
+    Observation: per learner `(view, view, 6)` uint8 centred on its head and turned so that it
+        heads up; channels 0 own body (head included), 1 other bodies, 2 other heads, 3 other
+        heads at least as long as it, 4 food, 5 wall (beyond the board); all zeros once it is
+        dead. With `num_agents=K > 1` a leading agent axis: `(K, view, view, 6)`.
+    Actions: per learner `Discrete(3)`: 0 turn left, 1 straight on, 2 turn right (`(K,)` for K learners).
+    Reward: per learner, `reward_death` on the step it dies, `reward_win` on the step it is left
+        alone (in a game of 2 or more), `reward_food` for eating, `reward_step` every other live step;
+        0 once dead. `()` for one learner, `(K,)` for K.
+    Termination: at most one snake left (none, in a game of one), or no learner left (nothing
+        learns from the bots' remaining game; its placements are settled). Truncation:
+        `max_steps_in_episode` steps.
+    Info (per game): `won` (a learner is the last snake), `score` (the learners' mean length),
+        `placement` (the learners' mean placement: 1 + the snakes that outlived it; survivors at a
+        truncation share 1), `kills` (the learners' kills); per snake `snake_alive`, `snake_length`,
+        `snake_placement`, `snake_kills`, and `winner` (the last snake's index, -1 for none).
+    """
+
+    BOT_SALT = 0x5EED_0004  # the bots' tie-breaks; food draws use FOOD_SALT, the chance of food STEP_SALT
+    FOOD_SALT = 0x5EED_0005
+
+    def __init__(self, size: int = 11, num_snakes: int = 4, num_agents: int = 1, view: int = 11):
+        super().__init__()
+        if not isinstance(size, int) or isinstance(size, bool) or not 5 <= size <= 32:
+            raise ValueError(f"arena size must be an integer from 5 to 32, got {size!r}")
+        if not isinstance(num_snakes, int) or isinstance(num_snakes, bool) or not 1 <= num_snakes <= 32:
+            raise ValueError(f"arena num_snakes must be an integer from 1 to 32, got {num_snakes!r}")
+        starts = (size // 2) ** 2
+        if num_snakes > starts:
+            raise ValueError(
+                f"arena size={size} is too small for num_snakes={num_snakes}: it has {starts} start cells"
+                f" (odd rows and columns); use size >= {2 * math.isqrt(num_snakes - 1) + 2}"
+            )
+        if not isinstance(num_agents, int) or isinstance(num_agents, bool) or not 1 <= num_agents <= num_snakes:
+            raise ValueError(f"arena num_agents (learners) must be an integer from 1 to num_snakes, got {num_agents!r}")
+        if not isinstance(view, int) or isinstance(view, bool) or not 3 <= view <= 63 or view % 2 == 0:
+            raise ValueError(
+                f"arena view must be an odd integer from 3 to 63 (2 * size - 1 sees the whole board), got {view!r}"
+            )
+        self.size, self.num_snakes, self.num_agents, self.view = size, num_snakes, num_agents, view
+        self.num_cells = size * size
+        self.half = view // 2
+        self._cells = jnp.arange(self.num_cells, dtype=jnp.int32)
+        self._starts_per_side = size // 2
+        self._units = tuple(a for a in range(1, starts + 1) if math.gcd(a, starts) == 1)
+
+    @property
+    def default_params(self) -> EnvParams:
+        return EnvParams(num_bots=self.num_snakes - self.num_agents)
+
+    def check_params(self, params: EnvParams) -> None:
+        req = self._require
+        req(
+            params, "max_steps_in_episode", whole(params.max_steps_in_episode) >= 1, f"an integer from 1 to {INT32_MAX}"
+        )
+        most = self.num_snakes - self.num_agents
+        req(
+            params,
+            "num_bots",
+            0 <= whole(params.num_bots) <= most,
+            f"an integer from 0 to num_snakes - num_agents = {self.num_snakes} - {self.num_agents} = {most}",
+        )
+        req(params, "start_length", 1 <= whole(params.start_length) <= 1000, "an integer from 1 to 1000")
+        req(params, "max_health", 1 <= whole(params.max_health) <= INT32_MAX, f"an integer from 1 to {INT32_MAX}")
+        req(params, "min_food", 0 <= whole(params.min_food) <= self.num_cells, f"an integer from 0 to {self.num_cells}")
+        for name in ("greedy_share", "food_chance"):
+            req(params, name, 0 <= float(getattr(params, name)) <= 1, "a number from 0 to 1")
+        for name in ("reward_win", "reward_death", "reward_food", "reward_step"):
+            req(params, name, finite32(getattr(params, name)), "a finite float32")
+
+    @property
+    def name(self) -> str:
+        return "arena"
+
+    @property
+    def num_actions(self) -> int:
+        return 3
+
+    def action_space(self, params: EnvParams | None = None) -> spaces.Discrete:
+        """`Discrete(3)` for one learner; `AgentsDiscrete(3, K)`, shape `(K,)`, for K learners."""
+        return spaces.Discrete(3) if self.num_agents == 1 else AgentsDiscrete(3, self.num_agents)
+
+    def observation_space(self, params: EnvParams | None = None) -> spaces.Box:
+        shape = (self.view, self.view, len(CHANNELS))
+        return spaces.Box(0, 1, shape if self.num_agents == 1 else (self.num_agents, *shape), jnp.uint8)
+
+    # -- helpers ----------------------------------------------------------------------
+
+    def _at(self, board: jax.Array, cell: jax.Array) -> jax.Array:
+        """board[cell] for each of the (n,) cells (0 / False where cell is -1: off the board), as a masked reduction."""
+        hit = self._cells[None, :] == cell[:, None]
+        if board.dtype == jnp.bool_:
+            return jnp.any(hit & board[None, :], axis=1)
+        return jnp.sum(jnp.where(hit, board[None, :], jnp.zeros((), board.dtype)), axis=1)
+
+    def _target(self, head: jax.Array, direction: jax.Array) -> jax.Array:
+        """The cell one move from `head` in `direction`, -1 off the board (elementwise)."""
+        row, col = head // self.size + pick(DROW, direction), head % self.size + pick(DCOL, direction)
+        inside = (row >= 0) & (row < self.size) & (col >= 0) & (col < self.size)
+        return jnp.where(inside, row * self.size + col, -1)
+
+    def _random_cells(self, key: jax.Array, salt: int) -> jax.Array:
+        """(cells,) uint32 random words, independent per cell, salt and key."""
+        words = jax.random.key_data(key) if jnp.issubdtype(key.dtype, jax.dtypes.prng_key) else key
+        words = words.reshape(-1).astype(jnp.uint32)
+        mixed = hash32(words[0] ^ hash32(words[-1] ^ jnp.uint32(salt)))
+        return hash32(mixed ^ (self._cells.astype(jnp.uint32) * jnp.uint32(0x9E3779B9)))
+
+    def _spawn(self, food: jax.Array, free: jax.Array, count: jax.Array, noise: jax.Array) -> jax.Array:
+        """`food` with up to SPAWN_CAP more (the first `count`), each on a uniformly random free cell:
+        the free cell with the largest random word (a reduction; no prefix count)."""
+        for j in range(SPAWN_CAP):
+            word = hash32(noise ^ jnp.uint32(0x27D4EB2F * (j + 1) & 0xFFFFFFFF))
+            score = jnp.where(free, (word >> 1).astype(jnp.int32), -1)
+            pick_cell = jnp.argmax(score)
+            place = (j < count) & (score[pick_cell] >= 0)
+            chosen = (self._cells == pick_cell) & place
+            food, free = food | chosen, free & ~chosen
+        return food
+
+    # -- bots -------------------------------------------------------------------------
+
+    def _pack(self, cells: jax.Array) -> jax.Array:
+        """(cells,) bool -> (size,) uint32 row words, bit c of word r for cell (r, c)."""
+        bits = jnp.uint32(1) << jnp.arange(self.size, dtype=jnp.uint32)
+        return jnp.sum(jnp.where(cells.reshape(self.size, self.size), bits, jnp.uint32(0)), axis=1, dtype=jnp.uint32)
+
+    def food_distance(self, state: EnvState, targets: jax.Array) -> jax.Array:
+        """(n,) steps from each target cell to the nearest food over cells free now or freed this step,
+        at most `2 * size` (also where no food is reached); -1 targets (off the board) read 0.
+
+        Breadth-first on row bitboards: each round grows the reached set by one step in every
+        direction, and a bit-sliced counter (one uint32 word per row and bit) adds one to every
+        cell not reached yet, so a cell's count is its distance. 11 words a round instead of 121 cells.
+        """
+        rounds = 2 * self.size
+        planes = rounds.bit_length()
+        full = jnp.uint32((1 << self.size) - 1)
+        passable = self._pack(state.life <= 1)
+        zero = jnp.zeros(1, jnp.uint32)
+
+        def spread(_, carry):
+            reached, count = carry
+            carry_bits, out = ~reached, []
+            for b in range(planes):  # count += 1 where not reached
+                out.append(count[b] ^ carry_bits)
+                carry_bits = count[b] & carry_bits
+            grown = (reached << 1) | (reached >> 1) | jnp.concatenate([reached[1:], zero])
+            grown = grown | jnp.concatenate([zero, reached[:-1]])
+            return reached | (grown & passable & full), jnp.stack(out)
+
+        count = jnp.zeros((planes, self.size), jnp.uint32)
+        _, count = jax.lax.fori_loop(0, rounds, spread, (self._pack(state.food), count))
+        row, col = targets // self.size, (targets % self.size).astype(jnp.uint32)
+        words = jnp.sum(  # (n, planes): each target's row of every plane
+            jnp.where((jnp.arange(self.size) == row[:, None])[:, None, :], count[None], jnp.uint32(0)),
+            axis=2,
+            dtype=jnp.uint32,
+        )
+        bits = (words >> col[:, None]) & jnp.uint32(1)
+        dist = jnp.sum(bits << jnp.arange(planes, dtype=jnp.uint32), axis=1).astype(jnp.int32)
+        return jnp.where(targets >= 0, dist, 0)
+
+    def bot_directions(self, key: jax.Array, state: EnvState) -> jax.Array:
+        """(snakes,) the direction each snake's bot would move in (learners' entries are computed too).
+
+        A move dies for certain when it leaves the board or enters a cell whose count stays above 0
+        (life >= 2). Each bot ranks its three forward moves: certain death last, then (greedy) a cell
+        next to the head of a snake at least as long, then (greedy) the path length to food; ties at random.
+        """
+        turns = [(state.heading + t) % 4 for t in (-1, 0, 1)]  # left, straight, right
+        targets = [self._target(state.head, d) for d in turns]
+        stays = state.life >= 2
+        dist = self.food_distance(state, jnp.concatenate(targets))
+        jitter = (self.uniform(key, self.BOT_SALT, 3 * self.num_snakes).reshape(3, -1) * 0.5).astype(jnp.float32)
+        rows, cols = state.head // self.size, state.head % self.size
+        rivals = (
+            state.alive[None, :]
+            & (state.length[None, :] >= state.length[:, None])
+            & ~jnp.eye(self.num_snakes, dtype=bool)
+        )  # (me, them)
+        scores = []
+        for i, target in enumerate(targets):
+            dies = (target < 0) | self._at(stays, target)
+            trow, tcol = target // self.size, target % self.size
+            next_to = (jnp.abs(trow[:, None] - rows[None, :]) + jnp.abs(tcol[:, None] - cols[None, :])) == 1
+            risky = jnp.any(next_to & rivals, axis=1)
+            steps = dist[i * self.num_snakes : (i + 1) * self.num_snakes].astype(jnp.float32)
+            greedy_score = risky.astype(jnp.float32) * 2 * FAR + steps
+            score = jnp.where(state.greedy, greedy_score, 0.0) + jitter[i] + dies.astype(jnp.float32) * 8 * FAR
+            scores.append(score)
+        best = jnp.argmin(jnp.stack(scores), axis=0)
+        return jnp.select([best == 0, best == 1], turns[:2], turns[2])
+
+    # -- dynamics ---------------------------------------------------------------------
+
+    def step_env(self, key: jax.Array, state: EnvState, action: jax.Array, params: EnvParams):
+        action = jnp.asarray(action, jnp.int32)
+        if action.shape != (self.num_agents,) and not (self.num_agents == 1 and action.shape == ()):
+            want = "a scalar action" if self.num_agents == 1 else f"actions of shape ({self.num_agents},)"
+            raise ValueError(f"arena with num_agents={self.num_agents} takes {want}, got shape {action.shape}")
+        learners = (state.heading[: self.num_agents] + action.reshape(self.num_agents) - 1) % 4
+        direction = jnp.concatenate([learners, self.bot_directions(key, state)[self.num_agents :]])
+        return self.advance(key, state, direction, params)
+
+    def advance(self, key: jax.Array, state: EnvState, direction: jax.Array, params: EnvParams):
+        """One step with every snake's absolute direction given (learners' and bots' alike)."""
+        moving = state.alive
+        head = self._target(state.head, direction)
+        off = moving & (head < 0)
+        hit = (self._cells[None, :] == head[:, None]) & moving[:, None]  # (snakes, cells) the new heads
+        # Move: every body count goes down; a count of 1 is a tail that frees now.
+        life = jnp.where(state.life > 1, state.life - 1, 0).astype(jnp.int16)
+        health = state.health - 1
+        # Feed: a snake on food grows; its segments stay one move longer (the stacked tail).
+        eats = jnp.any(hit & state.food[None, :], axis=1)
+        food = state.food & ~jnp.any(hit & eats[:, None], axis=0)
+        eat_bits = jnp.sum(jnp.where(eats, jnp.uint32(1) << jnp.arange(self.num_snakes, dtype=jnp.uint32), 0))
+        grows = (life > 0) & (((eat_bits >> jnp.maximum(state.owner, 0).astype(jnp.uint32)) & 1) == 1)
+        life = life + grows.astype(jnp.int16)
+        owner = jnp.where(life > 0, state.owner, jnp.int8(-1))
+        length = state.length + eats
+        health = jnp.where(eats, params.max_health, health)
+        # Food spawns before the eliminations (the dying still hold their cells).
+        u = self.uniform(key, self.STEP_SALT, 1)[0]
+        shortfall = jnp.maximum(params.min_food - jnp.sum(food), 0)
+        count = jnp.where(shortfall > 0, shortfall, (u < params.food_chance).astype(jnp.int32))
+        free = (life == 0) & ~food & ~jnp.any(hit, axis=0)
+        food = self._spawn(food, free, count, self._random_cells(key, self.FOOD_SALT))
+        # Eliminate: off the board, starved, into a body, or head-to-head with one at least as long.
+        bitten = jnp.any(hit & (life > 0)[None, :], axis=1)
+        bitten_by = self._at(owner.astype(jnp.int32), head)
+        meets = (head[:, None] == head[None, :]) & moving[:, None] & moving[None, :] & (head[:, None] >= 0)
+        meets = meets & ~jnp.eye(self.num_snakes, dtype=bool)  # (me, them)
+        loses = jnp.any(meets & (length[None, :] >= length[:, None]), axis=1)
+        dies = moving & (off | (health <= 0) | bitten | loses)
+        alive = moving & ~dies
+        ids = jnp.arange(self.num_snakes)
+        by_body = dies & bitten & (bitten_by != ids)
+        kills = state.kills + jnp.sum(by_body[:, None] & (bitten_by[:, None] == ids[None, :]), axis=0)
+        kills = kills + jnp.sum(meets & dies[:, None] & (length[None, :] > length[:, None]), axis=0)
+        # The dead leave the board; survivors' heads take their cells.
+        dead_bits = jnp.sum(jnp.where(dies, jnp.uint32(1) << ids.astype(jnp.uint32), 0))
+        gone = (owner >= 0) & (((dead_bits >> jnp.maximum(owner, 0).astype(jnp.uint32)) & 1) == 1)
+        owner, life = jnp.where(gone, jnp.int8(-1), owner), jnp.where(gone, jnp.int16(0), life)
+        for k in range(self.num_snakes):
+            here = hit[k] & alive[k]
+            owner = jnp.where(here, jnp.int8(k), owner)
+            life = jnp.where(here, length[k].astype(jnp.int16), life)
+        left = jnp.sum(alive)
+        placement = jnp.where(dies, 1 + left, state.placement)
+        in_game = jnp.sum(state.playing)
+        learners = alive[: self.num_agents]
+        over = (left <= jnp.where(in_game > 1, 1, 0)) | ~jnp.any(learners)
+        placement = jnp.where(over & alive, 1, placement)
+        new_state = state.replace(
+            owner=owner,
+            life=life,
+            food=food,
+            head=jnp.where(alive, head, state.head),
+            heading=jnp.where(moving, direction, state.heading),
+            length=length,
+            health=health,
+            alive=alive,
+            placement=placement,
+            kills=kills,
+            time=state.time + 1,
+        )
+        won = over & alive & (in_game > 1) & (left == 1)
+        return self._outcome(new_state, state, params, eats, dies, won, over)
+
+    def _outcome(self, new: EnvState, old: EnvState, params: EnvParams, eats, dies, won, over):
+        """(obs, state, reward, terminated, info) of a step from its per-snake events."""
+        n = self.num_agents
+        was = old.alive[:n]
+        reward = jnp.where(eats[:n], params.reward_food, params.reward_step)
+        reward = jnp.where(won[:n], params.reward_win, reward)
+        reward = jnp.where(dies[:n], params.reward_death, reward)
+        reward = jnp.where(was, reward, 0.0).astype(jnp.float32)
+        winner = jnp.where(jnp.any(won), jnp.argmax(won), -1)
+        info = {
+            "won": jnp.any(won[:n]),
+            "score": jnp.mean(new.length[:n].astype(jnp.float32)),
+            "placement": jnp.mean(jnp.where(new.placement[:n] > 0, new.placement[:n], 1).astype(jnp.float32)),
+            "kills": jnp.sum(new.kills[:n]),
+            "snake_alive": new.alive,
+            "snake_length": new.length,
+            "snake_placement": new.placement,
+            "snake_kills": new.kills,
+            "winner": winner.astype(jnp.int32),
+        }
+        reward = reward[0] if n == 1 else reward
+        return self.get_obs(new), new, reward, over, info
+
+    def reset_env(self, key: jax.Array, params: EnvParams):
+        u = self.uniform(key, self.RESET_SALT, 4 + self.num_snakes)
+        points = self._starts_per_side**2
+        unit = pick(self._units, jnp.minimum((u[0] * len(self._units)).astype(jnp.int32), len(self._units) - 1))
+        offset = jnp.minimum((u[1] * points).astype(jnp.int32), points - 1)
+        ids = jnp.arange(self.num_snakes)
+        point = (unit * ids + offset) % points  # distinct: an affine map with a unit is a permutation
+        row, col = 1 + 2 * (point // self._starts_per_side), 1 + 2 * (point % self._starts_per_side)
+        head = row * self.size + col
+        playing = ids < self.num_agents + jnp.clip(params.num_bots, 0, self.num_snakes - self.num_agents)
+        heading = jnp.minimum((u[4:] * 4).astype(jnp.int32), 3)
+        hit = (self._cells[None, :] == head[:, None]) & playing[:, None]
+        owner = jnp.max(jnp.where(hit, ids[:, None], -1), axis=0).astype(jnp.int8)
+        start = jnp.maximum(params.start_length, 1)
+        life = jnp.where(owner >= 0, start, 0).astype(jnp.int16)
+        # Food: one diagonally beside each snake, toward the centre, and one at the centre if free.
+        centre = (self.size - 1) / 2
+        beside = (row + jnp.where(row < centre, 1, -1)) * self.size + col + jnp.where(col < centre, 1, -1)
+        food = jnp.any((self._cells[None, :] == beside[:, None]) & playing[:, None], axis=0)
+        middle = (self.size // 2) * self.size + self.size // 2
+        food = food | ((self._cells == middle) & (owner < 0))
+        state = EnvState(
+            owner=owner,
+            life=life,
+            food=food,
+            head=head.astype(jnp.int32),
+            heading=heading,
+            length=jnp.full(self.num_snakes, start, jnp.int32),
+            health=jnp.full(self.num_snakes, params.max_health, jnp.int32),
+            alive=playing,
+            playing=playing,
+            greedy=jnp.broadcast_to(u[2] < params.greedy_share, (self.num_snakes,)) & (ids >= self.num_agents),
+            placement=jnp.zeros(self.num_snakes, jnp.int32),
+            kills=jnp.zeros(self.num_snakes, jnp.int32),
+            time=jnp.int32(0),
+        )
+        return self.get_obs(state), state
+
+    def is_terminal(self, state: EnvState, params: EnvParams) -> jax.Array:
+        left = jnp.sum(state.alive)
+        return (left <= jnp.where(jnp.sum(state.playing) > 1, 1, 0)) | ~jnp.any(state.alive[: self.num_agents])
+
+    def is_truncated(self, state: EnvState, params: EnvParams) -> jax.Array:
+        return state.time >= params.max_steps_in_episode
+
+    # -- observation ----------------------------------------------------------------------
+
+    def get_obs(self, state: EnvState, params: EnvParams | None = None, key: jax.Array | None = None) -> jax.Array:
+        """Each learner's turned crop: one int32 word per cell (owner + 1, head, food, the head's
+        length), cropped and turned once per learner, then six compares."""
+        heads = jnp.any(
+            (self._cells[None, :] == state.head[:, None]) & state.alive[:, None], axis=0
+        )  # live heads (a dead snake's stale head is no cell)
+        head_length = self._at_owner(state.length, state.owner)
+        word = (
+            (state.owner.astype(jnp.int32) + 1)
+            | (heads.astype(jnp.int32) << 6)
+            | (state.food.astype(jnp.int32) << 7)
+            | (jnp.minimum(head_length, 1023) << 8)
+        ).reshape(self.size, self.size)
+        wall = jnp.int32(1 << 18)
+        padded = jnp.pad(word, self.half, constant_values=wall)
+        views = []
+        for k in range(self.num_agents):
+            r, c = state.head[k] // self.size, state.head[k] % self.size
+            crop = jax.lax.dynamic_slice(padded, (r, c), (self.view, self.view))
+            turned = [jnp.rot90(crop, t) for t in range(4)]
+            crop = jnp.select([state.heading[k] == t for t in range(3)], turned[:3], turned[3])
+            owner = crop & 63
+            is_head = (crop >> 6) & 1 == 1
+            mine = owner == k + 1
+            other = (owner > 0) & ~mine
+            planes = [
+                mine,
+                other & ~is_head,
+                other & is_head,
+                other & is_head & ((crop >> 8) & 1023 >= state.length[k]),
+                (crop >> 7) & 1 == 1,
+                (crop & wall) != 0,
+            ]
+            view = jnp.stack(planes, axis=-1) & state.alive[k]
+            views.append(view.astype(jnp.uint8))
+        return views[0] if self.num_agents == 1 else jnp.stack(views)
+
+    def _at_owner(self, values: jax.Array, owner: jax.Array) -> jax.Array:
+        """(cells,) values[owner] (0 on free cells), as selects over the snakes."""
+        out = jnp.zeros(owner.shape, values.dtype)
+        for k in range(self.num_snakes):
+            out = jnp.where(owner == k, values[k], out)
+        return out
+
+    # -- tests and pictures ------------------------------------------------------------
+
+    def make_state(
+        self,
+        snakes: list[list[tuple[int, int]]],
+        food: list[tuple[int, int]] = (),
+        health: list[int] | None = None,
+        heading: list[int] | None = None,
+        bots: str = "greedy",
+        time: int = 0,
+    ) -> EnvState:
+        """A state from each snake's cells, head first (a cell may repeat: a stacked tail); an empty
+        list is a snake out of the game. For tests and replays."""
+        if len(snakes) != self.num_snakes:
+            raise ValueError(f"give {self.num_snakes} snakes (an empty list for one out of the game)")
+        owner = np.full(self.num_cells, -1, np.int8)
+        life = np.zeros(self.num_cells, np.int16)
+        for k, cells in enumerate(snakes):
+            for i, (r, c) in enumerate(cells):
+                cell = r * self.size + c
+                if owner[cell] not in (-1, k):
+                    raise ValueError(f"cell {(r, c)} belongs to snakes {owner[cell]} and {k}")
+                owner[cell], life[cell] = k, max(life[cell], len(cells) - i)
+        board = np.zeros(self.num_cells, bool)
+        for r, c in food:
+            board[r * self.size + c] = True
+        playing = np.array([len(s) > 0 for s in snakes])
+        heads = [s[0][0] * self.size + s[0][1] if s else 0 for s in snakes]
+        ids = np.arange(self.num_snakes)
+        return EnvState(
+            owner=jnp.array(owner),
+            life=jnp.array(life),
+            food=jnp.array(board),
+            head=jnp.array(heads, jnp.int32),
+            heading=jnp.array(heading if heading is not None else [0] * self.num_snakes, jnp.int32),
+            length=jnp.array([len(s) for s in snakes], jnp.int32),
+            health=jnp.array(health if health is not None else [100] * self.num_snakes, jnp.int32),
+            alive=jnp.array(playing),
+            playing=jnp.array(playing),
+            greedy=jnp.array((ids >= self.num_agents) & (bots == "greedy")),
+            placement=jnp.zeros(self.num_snakes, jnp.int32),
+            kills=jnp.zeros(self.num_snakes, jnp.int32),
+            time=jnp.int32(time),
+        )
+
+    def render_text(self, state: EnvState) -> str:
+        """The board as text: a snake's head is its letter in upper case (A the first learner), its
+        body the same letter in lower case; `*` food, `.` empty, inside a frame."""
+        owner = np.asarray(state.owner).reshape(self.size, self.size)
+        food = np.asarray(state.food).reshape(self.size, self.size)
+        heads = {int(h) for h, a in zip(np.asarray(state.head), np.asarray(state.alive)) if a}
+        letters = "abcdefghijklmnopqrstuvwxyz012345"
+        chars = np.full((self.size, self.size), ".", dtype="<U1")
+        chars[food] = "*"
+        for r in range(self.size):
+            for c in range(self.size):
+                k = owner[r, c]
+                if k >= 0:
+                    chars[r, c] = letters[k].upper() if r * self.size + c in heads else letters[k]
+        edge = "+" + "-" * self.size + "+"
+        return "\n".join([edge, *("|" + "".join(row) + "|" for row in chars), edge])
+
+
+__all__ = ["CHANNELS", "Arena", "EnvParams", "EnvState"]

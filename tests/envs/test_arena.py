@@ -1,0 +1,393 @@
+"""The multi-snake arena: Battlesnake's rules on hand-built states, random games against a body-list
+reference written from the rules, the bots, the observation, and bad settings."""
+
+from __future__ import annotations
+
+from collections import deque
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from jaxrl.envs.arena import CHANNELS, DCOL, DROW, Arena
+from jaxrl.envs.arena import EnvParams as ArenaParams
+
+from jaxrl import envs
+
+UP, RIGHT, DOWN, LEFT = range(4)
+
+
+def advance(env: Arena, state, directions, params=None, key=0):
+    params = params or env.default_params
+    return env.advance(jax.random.key(key), state, jnp.array(directions, jnp.int32), params)
+
+
+# -- rules on hand-built states ------------------------------------------------------------------
+
+
+def test_head_to_head_the_longer_survives_and_is_credited_with_the_kill():
+    env = Arena(size=7, num_snakes=2)
+    a = [(3, 2), (3, 1), (3, 0)]  # length 3, moving right into (3, 3)
+    b = [(3, 4), (3, 5), (3, 6), (2, 6)]  # length 4, moving left into (3, 3)
+    _, s, reward, over, info = advance(env, env.make_state([a, b]), [RIGHT, LEFT])
+    assert np.asarray(s.alive).tolist() == [False, True]
+    assert int(s.kills[1]) == 1 and int(info["winner"]) == 1 and bool(over)
+    assert float(reward) == -1.0 and not bool(info["won"])
+    assert np.asarray(s.placement).tolist() == [2, 1]
+
+
+def test_head_to_head_of_equal_lengths_kills_both_and_nobody_wins():
+    env = Arena(size=7, num_snakes=2)
+    a = [(3, 2), (3, 1), (3, 0)]
+    b = [(3, 4), (3, 5), (3, 6)]
+    _, s, _, over, info = advance(env, env.make_state([a, b]), [RIGHT, LEFT])
+    assert not np.asarray(s.alive).any() and bool(over)
+    assert int(info["winner"]) == -1 and np.asarray(s.placement).tolist() == [1, 1]
+    assert np.asarray(s.kills).tolist() == [0, 0]
+
+
+def test_eating_before_the_meeting_decides_the_head_to_head():
+    env = Arena(size=7, num_snakes=2)
+    a = [(3, 2), (3, 1), (3, 0)]
+    b = [(3, 4), (3, 5), (3, 6)]  # equal lengths, but a food lies on the meeting cell: both eat, still equal
+    _, s, _, _, _ = advance(env, env.make_state([a, b], food=[(3, 3)]), [RIGHT, LEFT])
+    assert not np.asarray(s.alive).any()
+    c = [(2, 3), (1, 3), (0, 3), (0, 4)]  # a snake of 4 steps onto the food cell with b (3): only b dies
+    env3 = Arena(size=7, num_snakes=3)
+    state = env3.make_state([[(6, 0), (6, 1), (6, 2)], b, c])
+    _, s, _, _, _ = advance(env3, state, [UP, LEFT, DOWN])
+    assert np.asarray(s.alive).tolist() == [True, False, True]
+
+
+def test_a_tail_that_moves_away_is_free_but_one_stacked_by_eating_is_not():
+    env = Arena(size=7, num_snakes=2)
+    chaser = [(2, 1), (2, 0), (1, 0)]
+    runner = [(3, 3), (3, 2), (3, 1)]  # tail at (3, 1); the chaser moves down into it
+    _, s, _, _, _ = advance(env, env.make_state([chaser, runner]), [DOWN, RIGHT])
+    assert np.asarray(s.alive).tolist() == [True, True]
+    # The runner eats now: its tail (3, 1) still frees this step, but the new tail (3, 2) is stacked.
+    _, s, _, _, _ = advance(env, env.make_state([chaser, runner], food=[(3, 4)]), [DOWN, RIGHT])
+    assert np.asarray(s.alive).tolist() == [True, True] and int(s.length[1]) == 4
+    _, s, _, _, _ = advance(env, s, [RIGHT, RIGHT])  # the chaser at (3, 1) moves into the stacked tail (3, 2)
+    assert np.asarray(s.alive).tolist() == [False, True] and int(s.kills[1]) == 1
+
+
+def test_own_body_and_the_board_edge_kill():
+    env = Arena(size=7, num_snakes=2)
+    coiled = [(2, 2), (2, 3), (3, 3), (3, 2), (3, 1)]  # moving down enters its own body at (3, 2)
+    edge = [(0, 5), (1, 5), (2, 5)]
+    _, s, _, _, _ = advance(env, env.make_state([coiled, edge]), [DOWN, UP])
+    assert np.asarray(s.alive).tolist() == [False, False]
+    assert np.asarray(s.owner).max() == -1, "the dead leave the board"
+
+
+def test_starving_at_zero_health_unless_the_step_eats():
+    env = Arena(size=7, num_snakes=2)
+    a, b = [(1, 1), (1, 0), (0, 0)], [(5, 5), (5, 6), (6, 6)]
+    _, s, _, _, _ = advance(env, env.make_state([a, b], health=[1, 2]), [RIGHT, UP])
+    assert np.asarray(s.alive).tolist() == [False, True] and int(s.health[1]) == 1
+    _, s, _, _, _ = advance(env, env.make_state([a, b], food=[(1, 2)], health=[1, 2]), [RIGHT, UP])
+    assert np.asarray(s.alive).tolist() == [True, True] and int(s.health[0]) == 100
+
+
+def test_the_last_learner_alone_wins_and_a_dead_learners_rewards_stop():
+    env = Arena(size=7, num_snakes=3, num_agents=2)
+    learner, other, bot = [(1, 1), (1, 0), (0, 0)], [(0, 5), (1, 5), (2, 5)], [(5, 6), (5, 5), (5, 4)]
+    params = env.default_params.replace(reward_win=5.0, reward_death=-2.0, reward_step=0.1)
+    state = env.make_state([learner, other, bot])
+    _, s, reward, over, info = advance(env, state, [RIGHT, UP, UP], params)  # the second learner leaves the board
+    assert np.asarray(reward).tolist() == pytest.approx([0.1, -2.0]) and not bool(over)
+    _, s, reward, over, info = advance(env, s, [DOWN, UP, RIGHT], params)  # the bot leaves the board
+    assert np.asarray(reward).tolist() == pytest.approx([5.0, 0.0]) and bool(over) and bool(info["won"])
+    assert int(info["winner"]) == 0 and np.asarray(s.placement).tolist() == [1, 3, 2]
+
+
+def test_the_game_ends_when_no_learner_is_left_and_in_a_solo_game_only_at_death():
+    env = Arena(size=7, num_snakes=3)
+    state = env.make_state([[(0, 1), (1, 1), (2, 1)], [(5, 5), (5, 4), (5, 3)], [(3, 5), (3, 4), (3, 3)]])
+    _, s, _, over, info = advance(env, state, [UP, UP, UP])
+    assert bool(over) and int(info["winner"]) == -1 and np.asarray(s.alive).tolist() == [False, True, True]
+    solo = env.make_state([[(3, 3), (3, 2), (3, 1)], [], []])
+    _, s, _, over, info = advance(env, solo, [UP, UP, UP])
+    assert not bool(over) and not bool(info["won"])
+
+
+def test_food_tops_up_to_the_minimum_on_free_cells_only():
+    env = Arena(size=5, num_snakes=2)
+    params = env.default_params.replace(min_food=3, food_chance=0.0)
+    # 25 cells: two snakes of 10 and 9 leave 6 free cells after the move (their tails free).
+    a = [(0, c) for c in range(5)] + [(1, c) for c in range(4, -1, -1)]  # head (0, 0) ... tail (1, 0)
+    b = [(4, c) for c in range(5)] + [(3, c) for c in range(4, 0, -1)]
+    state = env.make_state([a, b])
+    for key in range(20):
+        _, s, _, _, _ = advance(env, state, [DOWN, RIGHT], params, key=key)
+        food, owner = np.asarray(s.food), np.asarray(s.owner)
+        assert food.sum() == 3 and not (food & (owner >= 0)).any()
+
+
+# -- random games against a reference written from the rules ---------------------------------------
+
+
+def reference_step(size, bodies, health, food, directions, max_health):
+    """Battlesnake's standard turn on body lists (head first): move, health, feed, eliminate."""
+    alive = [b is not None for b in bodies]
+    heads = {}
+    for k, body in enumerate(bodies):
+        if body is None:
+            continue
+        r, c = body[0][0] + DROW[directions[k]], body[0][1] + DCOL[directions[k]]
+        bodies[k] = [(r, c), *body[:-1]]
+        health[k] -= 1
+        heads[k] = (r, c)
+    eaten = set()
+    for k, (r, c) in heads.items():
+        if 0 <= r < size and 0 <= c < size and food[r, c]:
+            health[k] = max_health
+            bodies[k].append(bodies[k][-1])
+            eaten.add((r, c))
+    for r, c in eaten:
+        food[r, c] = False
+    dead = set()
+    for k, (r, c) in heads.items():
+        if not (0 <= r < size and 0 <= c < size) or health[k] <= 0:
+            dead.add(k)
+            continue
+        if any((r, c) in other[1:] for other in (bodies[j] for j in heads)):
+            dead.add(k)
+        for j, other_head in heads.items():
+            if j != k and other_head == (r, c) and len(bodies[j]) >= len(bodies[k]):
+                dead.add(k)
+    for k in dead:
+        bodies[k], alive[k] = None, False
+    return dead
+
+
+def owners(size, bodies):
+    board = np.full((size, size), -1)
+    for k, body in enumerate(bodies):
+        for r, c in body or []:
+            board[r, c] = k
+    return board
+
+
+@pytest.mark.parametrize("size,num_snakes,seed", [(7, 4, 0), (11, 4, 1), (9, 8, 2)])
+def test_random_games_follow_the_rules_of_a_body_list_reference(size, num_snakes, seed):
+    env = Arena(size=size, num_snakes=num_snakes)
+    params = env.default_params.replace(max_health=25, min_food=2, greedy_share=0.5)
+    advance_fn = jax.jit(env.advance)
+    bots = jax.jit(env.bot_directions)
+    rng = np.random.default_rng(seed)
+    checked = 0
+    for game in range(8):
+        _, s = env.reset(jax.random.key(1000 * seed + game), params)
+        start = np.asarray(s.head)
+        bodies = [[divmod(int(start[k]), size)] * 3 if bool(s.playing[k]) else None for k in range(num_snakes)]
+        health = [25] * num_snakes
+        for t in range(300):
+            key = jax.random.key(10_000 * seed + 100 * game + t)
+            directions = np.array(bots(key, s))
+            if rng.random() < 0.1:  # the learner plays random_safe, and now and then any move, backwards included
+                directions[0] = rng.integers(4)
+            food = np.asarray(s.food).reshape(size, size).copy()
+            dead = reference_step(size, bodies, health, food, directions.tolist(), 25)
+            _, s, _, over, _ = advance_fn(key, s, jnp.asarray(directions, jnp.int32), params)
+            alive = [b is not None for b in bodies]
+            assert np.asarray(s.alive).tolist() == alive, (game, t)
+            assert (np.asarray(s.owner).reshape(size, size) == owners(size, bodies)).all(), (game, t)
+            assert np.asarray(s.length)[alive].tolist() == [len(b) for b in bodies if b is not None]
+            assert np.asarray(s.health)[alive].tolist() == [h for h, a in zip(health, alive, strict=True) if a]
+            new_food = np.asarray(s.food).reshape(size, size)
+            assert (new_food >= food).all(), "food only appears"
+            spawned = new_food & ~food
+            assert spawned.sum() <= 3 and not (spawned & (owners(size, bodies) >= 0)).any()
+            checked += 1
+            del dead, over  # the game would end with the learner; the rules go on for the bots
+            if sum(alive) <= 1:
+                break
+    assert checked > 200
+
+
+def test_bots_never_choose_a_certain_death_when_a_safe_move_exists():
+    env = Arena(size=9, num_snakes=6)
+    params = env.default_params.replace(greedy_share=0.5)
+
+    def play(key):
+        _, s = env.reset(key, params)
+
+        def body(s, key):
+            directions = env.bot_directions(key, s)
+            turns = [(s.heading + t) % 4 for t in (-1, 0, 1)]
+            safe = jnp.stack(
+                [(env._target(s.head, d) >= 0) & ~env._at(s.life >= 2, env._target(s.head, d)) for d in turns]
+            )
+            chosen = env._target(s.head, directions)
+            chosen_safe = (chosen >= 0) & ~env._at(s.life >= 2, chosen)
+            _, s, _, _, _, _ = env.step(key, s, jnp.int32(1), params)
+            return s, (s.alive, jnp.any(safe, axis=0), chosen_safe)
+
+        _, out = jax.lax.scan(body, s, jax.random.split(key, 200))
+        return out
+
+    _alive, any_safe, chosen_safe = jax.jit(jax.vmap(play))(jax.random.split(jax.random.key(3), 32))
+    any_safe, chosen_safe = np.asarray(any_safe), np.asarray(chosen_safe)
+    assert any_safe.sum() > 10_000
+    assert not (any_safe & ~chosen_safe).any()
+
+
+def bfs(size, passable, food, start):
+    if start < 0:
+        return 0
+    seen = {start: 0}
+    queue = deque([start])
+    while queue:
+        cell = queue.popleft()
+        if food[cell]:
+            return seen[cell]
+        r, c = divmod(cell, size)
+        for dr, dc in zip(DROW, DCOL, strict=True):
+            nr, nc = r + dr, c + dc
+            n = nr * size + nc
+            if 0 <= nr < size and 0 <= nc < size and passable[n] and n not in seen:
+                seen[n] = seen[cell] + 1
+                queue.append(n)
+    return None
+
+
+def test_the_greedy_bots_path_lengths_match_a_breadth_first_search():
+    env = Arena(size=9, num_snakes=4)
+    params = env.default_params.replace(min_food=1, food_chance=0.0)
+    rng = np.random.default_rng(0)
+    dist = jax.jit(env.food_distance)
+    compared = 0
+    for game in range(20):
+        _, s = env.reset(jax.random.key(game), params)
+        for t in range(int(rng.integers(5, 40))):
+            _, s, _, _, _, _ = env.step(jax.random.key(100 * game + t), s, jnp.int32(rng.integers(3)), params)
+        targets = rng.integers(-1, 81, size=16)
+        got = np.asarray(dist(s, jnp.asarray(targets, jnp.int32)))
+        passable, food = np.asarray(s.life) <= 1, np.asarray(s.food)
+        for target, d in zip(targets.tolist(), got.tolist(), strict=True):
+            want = bfs(9, passable, food, target) if target < 0 or passable[target] or food[target] else None
+            if want is None:
+                continue  # a blocked target cell: a certain death, ranked apart
+            assert d == min(want, 18), (game, target)
+            compared += 1
+    assert compared > 100
+
+
+def test_greedy_bots_beat_random_safe_bots():
+    env = Arena(size=11, num_snakes=4, num_agents=1)
+    # The learner's slot plays random_safe too (its own choice); three greedy bots against it.
+    params = env.default_params.replace(greedy_share=1.0)
+
+    def play(key):
+        _, s = env.reset(key, params)
+
+        def body(carry, key):
+            s, done, won = carry
+            d = env.bot_directions(key, s)
+            greedy_free = s.replace(greedy=jnp.zeros_like(s.greedy))
+            d = d.at[0].set(env.bot_directions(key, greedy_free)[0])
+            _, s2, _, over, info = env.advance(key, s, d, params)
+            return (s2, done | over, jnp.where(done, won, info["winner"])), None
+
+        (_, _, winner), _ = jax.lax.scan(body, (s, False, jnp.int32(-1)), jax.random.split(key, 300))
+        return winner
+
+    winners = np.asarray(jax.jit(jax.vmap(play))(jax.random.split(jax.random.key(0), 200)))
+    assert (winners == 0).mean() < 0.15, "random_safe rarely outlasts three greedy bots"
+
+
+# -- observation ------------------------------------------------------------------------------
+
+
+def reference_view(env: Arena, s, k):
+    size, half = env.size, env.half
+    owner = np.asarray(s.owner).reshape(size, size)
+    food = np.asarray(s.food).reshape(size, size)
+    alive, heads, length = np.asarray(s.alive), np.asarray(s.head), np.asarray(s.length)
+    out = np.zeros((env.view, env.view, len(CHANNELS)), np.uint8)
+    if not alive[k]:
+        return out
+    hr, hc = divmod(int(heads[k]), size)
+    head_cells = {int(heads[j]): j for j in range(env.num_snakes) if alive[j]}
+    for i in range(env.view):
+        for j in range(env.view):
+            r, c = hr + i - half, hc + j - half
+            if not (0 <= r < size and 0 <= c < size):
+                out[i, j, 5] = 1
+                continue
+            o = owner[r, c]
+            head_of = head_cells.get(r * size + c)
+            out[i, j, 0] = o == k
+            out[i, j, 1] = o >= 0 and o != k and head_of is None
+            out[i, j, 2] = head_of is not None and head_of != k
+            out[i, j, 3] = head_of is not None and head_of != k and length[head_of] >= length[k]
+            out[i, j, 4] = food[r, c]
+    return np.rot90(out, int(s.heading[k]))
+
+
+def test_each_learner_sees_its_turned_crop():
+    env = Arena(size=9, num_snakes=5, num_agents=3, view=7)
+    params = env.default_params
+    _, s = env.reset(jax.random.key(4), params)
+    step = jax.jit(env.step)
+    rng = np.random.default_rng(1)
+    for t in range(60):
+        obs, s, _, _, _, _ = step(jax.random.key(t), s, jnp.asarray(rng.integers(0, 3, 3), jnp.int32), params)
+        for k in range(3):
+            assert (np.asarray(obs[k]) == reference_view(env, s, k)).all(), (t, k)
+
+
+def test_relative_actions_turn_from_the_heading():
+    env = Arena(size=7, num_snakes=2)
+    state = env.make_state([[(3, 3), (4, 3), (5, 3)], [(0, 0), (0, 1), (0, 2)]], heading=[UP, LEFT])
+    for action, cell in [(0, (3, 2)), (1, (2, 3)), (2, (3, 4))]:
+        _, s, _, _, _, _ = env.step(jax.random.key(0), state, jnp.int32(action), env.default_params)
+        assert divmod(int(s.head[0]), 7) == cell
+
+
+# -- settings ----------------------------------------------------------------------------------
+
+
+def test_num_bots_and_the_bot_kind_change_without_recompiling():
+    env = Arena(size=11, num_snakes=6)
+    traces = []
+
+    @jax.jit
+    def game(key, params):
+        traces.append(1)
+        _, s = env.reset(key, params)
+        return jnp.sum(s.playing), s.greedy
+
+    for bots, share in [(1, 0.0), (3, 0.5), (5, 1.0)]:
+        params = envs.spec("arena").with_params(env, env.default_params, num_bots=bots, greedy_share=share)
+        playing, greedy = game(jax.random.key(0), jax.tree.map(jnp.asarray, params))
+        assert int(playing) == 1 + bots
+        if share in (0.0, 1.0):  # every bot of the game plays one kind; the learner is none
+            assert np.asarray(greedy).tolist() == [False] + [share == 1.0] * 5
+    assert len(traces) == 1
+
+
+@pytest.mark.parametrize(
+    "settings,message",
+    [
+        ({"num_snakes": 40}, "num_snakes must be an integer from 1 to 32"),
+        ({"size": 5, "num_snakes": 5}, "too small for num_snakes=5"),
+        ({"num_agents": 5}, "num_agents (learners) must be an integer from 1 to num_snakes"),
+        ({"view": 4}, "view must be an odd integer"),
+        ({"num_bots": 4}, "num_bots=4 is invalid: must be an integer from 0 to num_snakes - num_agents"),
+        ({"greedy_share": 1.5}, "greedy_share=1.5 is invalid"),
+    ],
+)
+def test_bad_settings_are_refused_in_one_line(settings, message):
+    with pytest.raises(ValueError) as e:
+        envs.spec("arena").make(**settings)
+    assert message in str(e.value) and "\n" not in str(e.value)
+
+
+def test_default_params_fill_the_board_with_bots():
+    env, params = envs.make("arena", num_snakes=6, num_agents=2)
+    assert isinstance(params, ArenaParams) and params.num_bots == 4
+    obs, _ = env.reset(jax.random.key(0), params)
+    assert obs.shape == (2, 11, 11, 6) and obs.dtype == jnp.uint8
