@@ -21,9 +21,21 @@ from jaxrl.envs.base import INT32_MAX, AgentsDiscrete, Env, finite32, hash32, pi
 # Row and column offsets of the four directions: 0 up, 1 right, 2 down, 3 left.
 DROW = (-1, 0, 1, 0)
 DCOL = (0, 1, 0, -1)
-CHANNELS = ("own body", "other bodies", "other heads", "heads at least as long", "food", "wall")
+CHANNELS = ("own body", "other bodies", "other heads", "heads at least as long", "food", "wall", "health")
 SPAWN_CAP = 3  # food spawned per step at most: a larger shortfall below min_food is filled over the next steps
 FAR = 10_000  # a weight above any path length
+LETTERS = "abcdefghijklmnopqrstuvwxyz012345"  # render_text and captions: snake k's letter (upper case: its head)
+# render_rgb: the first learner green, then distinct hues; red is kept for food.
+SNAKE_COLOURS = [
+    (60, 220, 90),
+    (70, 140, 255),
+    (255, 170, 40),
+    (200, 90, 230),
+    (40, 210, 210),
+    (240, 230, 70),
+    (255, 120, 170),
+    (150, 110, 70),
+] * 4
 
 
 @struct.dataclass
@@ -38,6 +50,7 @@ class EnvState(environment.EnvState):
     alive: jax.Array  # (snakes,) bool
     playing: jax.Array  # (snakes,) bool, in this game (every learner, and num_bots bots)
     greedy: jax.Array  # (snakes,) bool, a bot that plays greedy (else random_safe); drawn per game
+    policy: jax.Array  # (snakes,) bool, a bot the frozen policy drives (env.bot_policy); drawn per game
     placement: jax.Array  # (snakes,) int32, 1 + snakes that outlived it (0 while alive; 1 for a survivor)
     kills: jax.Array  # (snakes,) int32, snakes that died running into this one (its body, or its head when longer)
     time: jax.Array  # () int32, steps since the reset
@@ -47,7 +60,8 @@ class EnvState(environment.EnvState):
 class EnvParams(environment.EnvParams):
     max_steps_in_episode: int = 500  # truncation: steps in one game
     num_bots: int = 3  # snakes the bots drive (the rest of the slots beyond the learners sit the game out)
-    greedy_share: float = 1.0  # chance that a game's bots play greedy (else random_safe), drawn per game
+    greedy_share: float = 1.0  # chance that a game's scripted bots play greedy (else random_safe), drawn per game
+    policy_share: float = 0.0  # chance that a game's bots are the frozen policy of bot_policy (1 when it is set)
     start_length: int = 3  # a new snake: this many segments stacked on its start cell
     max_health: int = 100  # health at the start and after eating; -1 per step, a snake at 0 starves
     min_food: int = 1  # food on the board at least (topped up after each step, up to 3 per step)
@@ -80,10 +94,11 @@ class Arena(Env):
         (breadth-first over cells free now or freed this step), never a certain death, and
         avoids cells next to the head of a snake at least as long. A game's bots are all greedy
         with probability `greedy_share`, else all random_safe.
-    Observation: per learner `(view, view, 6)` uint8 centred on its head and turned so that it
+    Observation: per learner `(view, view, 7)` uint8 centred on its head and turned so that it
         heads up; channels 0 own body (head included), 1 other bodies, 2 other heads, 3 other
-        heads at least as long as it, 4 food, 5 wall (beyond the board); all zeros once it is
-        dead. With `num_agents=K > 1` a leading agent axis: `(K, view, view, 6)`.
+        heads at least as long as it, 4 food, 5 wall (beyond the board), 6 its health as a bar
+        (the first `health` cells in reading order lit, at most view * view); all zeros once it
+        is dead. With `num_agents=K > 1` a leading agent axis: `(K, view, view, 7)`.
     Actions: per learner `Discrete(3)`: 0 turn left, 1 straight on, 2 turn right (`(K,)` for K learners).
     Reward: per learner, `reward_death` on the step it dies, `reward_win` on the step it is left
         alone (in a game of 2 or more), `reward_food` for eating, `reward_step` every other live step;
@@ -100,8 +115,12 @@ class Arena(Env):
     BOT_SALT = 0x5EED_0004  # the bots' tie-breaks; food draws use FOOD_SALT, the chance of food STEP_SALT
     FOOD_SALT = 0x5EED_0005
 
-    def __init__(self, size: int = 11, num_snakes: int = 4, num_agents: int = 1, view: int = 11):
+    def __init__(self, size: int = 11, num_snakes: int = 4, num_agents: int = 1, view: int = 11, bot_policy: str = ""):
         super().__init__()
+        if not isinstance(bot_policy, str):
+            raise ValueError(f"arena bot_policy must be a run directory (a string), got {bot_policy!r}")  # noqa: TRY004  (the registry reports ValueError as a bad setting)
+        self.bot_policy = bot_policy  # a finished run whose greedy policy drives bots (jaxrl loads it: with_bot_policy)
+        self._policy = None
         if not isinstance(size, int) or isinstance(size, bool) or not 5 <= size <= 32:
             raise ValueError(f"arena size must be an integer from 5 to 32, got {size!r}")
         if not isinstance(num_snakes, int) or isinstance(num_snakes, bool) or not 1 <= num_snakes <= 32:
@@ -122,12 +141,20 @@ class Arena(Env):
         self.num_cells = size * size
         self.half = view // 2
         self._cells = jnp.arange(self.num_cells, dtype=jnp.int32)
+        self._reading_order = jnp.arange(view * view, dtype=jnp.int32).reshape(view, view)
         self._starts_per_side = size // 2
         self._units = tuple(a for a in range(1, starts + 1) if math.gcd(a, starts) == 1)
 
+    def with_bot_policy(self, policy) -> Arena:
+        """This arena with `policy(obs (n, view, view, 7) uint8, key) -> (n,) relative actions` driving the bots
+        that `policy_share` hands to it (jaxrl attaches the greedy policy of the `bot_policy` run)."""
+        made = Arena(self.size, self.num_snakes, self.num_agents, self.view, self.bot_policy)
+        made._policy = policy
+        return made
+
     @property
     def default_params(self) -> EnvParams:
-        return EnvParams(num_bots=self.num_snakes - self.num_agents)
+        return EnvParams(num_bots=self.num_snakes - self.num_agents, policy_share=1.0 if self.bot_policy else 0.0)
 
     def check_params(self, params: EnvParams) -> None:
         req = self._require
@@ -144,8 +171,10 @@ class Arena(Env):
         req(params, "start_length", 1 <= whole(params.start_length) <= 1000, "an integer from 1 to 1000")
         req(params, "max_health", 1 <= whole(params.max_health) <= INT32_MAX, f"an integer from 1 to {INT32_MAX}")
         req(params, "min_food", 0 <= whole(params.min_food) <= self.num_cells, f"an integer from 0 to {self.num_cells}")
-        for name in ("greedy_share", "food_chance"):
+        for name in ("greedy_share", "food_chance", "policy_share"):
             req(params, name, 0 <= float(getattr(params, name)) <= 1, "a number from 0 to 1")
+        if not self.bot_policy:
+            req(params, "policy_share", float(params.policy_share) == 0, "0 without env.bot_policy=RUN_DIR")
         for name in ("reward_win", "reward_death", "reward_food", "reward_step"):
             req(params, name, finite32(getattr(params, name)), "a finite float32")
 
@@ -271,7 +300,19 @@ class Arena(Env):
             score = jnp.where(state.greedy, greedy_score, 0.0) + jitter[i] + dies.astype(jnp.float32) * 8 * FAR
             scores.append(score)
         best = jnp.argmin(jnp.stack(scores), axis=0)
-        return jnp.select([best == 0, best == 1], turns[:2], turns[2])
+        scripted = jnp.select([best == 0, best == 1], turns[:2], turns[2])
+        if self.bot_policy and self._policy is None:
+            raise ValueError(
+                "arena bot_policy is set but no policy is attached: train through jaxrl (which loads the run),"
+                " or call env.with_bot_policy(fn)"
+            )
+        if self._policy is None:
+            return scripted
+        bots = tuple(range(self.num_agents, self.num_snakes))
+        action = self._policy(self.views(state, bots), key).astype(jnp.int32)
+        chosen = (state.heading[self.num_agents :] + action - 1) % 4
+        frozen = jnp.concatenate([scripted[: self.num_agents], chosen])
+        return jnp.where(state.policy, frozen, scripted)
 
     # -- dynamics ---------------------------------------------------------------------
 
@@ -405,6 +446,7 @@ class Arena(Env):
             alive=playing,
             playing=playing,
             greedy=jnp.broadcast_to(u[2] < params.greedy_share, (self.num_snakes,)) & (ids >= self.num_agents),
+            policy=jnp.broadcast_to(u[3] < params.policy_share, (self.num_snakes,)) & (ids >= self.num_agents),
             placement=jnp.zeros(self.num_snakes, jnp.int32),
             kills=jnp.zeros(self.num_snakes, jnp.int32),
             time=jnp.int32(0),
@@ -421,8 +463,13 @@ class Arena(Env):
     # -- observation ----------------------------------------------------------------------
 
     def get_obs(self, state: EnvState, params: EnvParams | None = None, key: jax.Array | None = None) -> jax.Array:
-        """Each learner's turned crop: one int32 word per cell (owner + 1, head, food, the head's
-        length), cropped and turned once per learner, then six compares."""
+        views = self.views(state, tuple(range(self.num_agents)))
+        return views[0] if self.num_agents == 1 else views
+
+    def views(self, state: EnvState, snakes: tuple[int, ...]) -> jax.Array:
+        """(len(snakes), view, view, 7) uint8: what each of those snakes sees (a learner's observation; a
+        policy bot's input). One int32 word per cell (owner + 1, head, food, the head's length), cropped
+        and turned once per snake, then a compare per channel."""
         heads = jnp.any(
             (self._cells[None, :] == state.head[:, None]) & state.alive[:, None], axis=0
         )  # live heads (a dead snake's stale head is no cell)
@@ -436,7 +483,7 @@ class Arena(Env):
         wall = jnp.int32(1 << 18)
         padded = jnp.pad(word, self.half, constant_values=wall)
         views = []
-        for k in range(self.num_agents):
+        for k in snakes:
             r, c = state.head[k] // self.size, state.head[k] % self.size
             crop = jax.lax.dynamic_slice(padded, (r, c), (self.view, self.view))
             turned = [jnp.rot90(crop, t) for t in range(4)]
@@ -452,10 +499,11 @@ class Arena(Env):
                 other & is_head & ((crop >> 8) & 1023 >= state.length[k]),
                 (crop >> 7) & 1 == 1,
                 (crop & wall) != 0,
+                self._reading_order < state.health[k],  # a health bar: one cell per point
             ]
             view = jnp.stack(planes, axis=-1) & state.alive[k]
             views.append(view.astype(jnp.uint8))
-        return views[0] if self.num_agents == 1 else jnp.stack(views)
+        return jnp.stack(views)
 
     def _at_owner(self, values: jax.Array, owner: jax.Array) -> jax.Array:
         """(cells,) values[owner] (0 on free cells), as selects over the snakes."""
@@ -504,10 +552,53 @@ class Arena(Env):
             alive=jnp.array(playing),
             playing=jnp.array(playing),
             greedy=jnp.array((ids >= self.num_agents) & (bots == "greedy")),
+            policy=jnp.array((ids >= self.num_agents) & (bots == "policy")),
             placement=jnp.zeros(self.num_snakes, jnp.int32),
             kills=jnp.zeros(self.num_snakes, jnp.int32),
             time=jnp.int32(time),
         )
+
+    def render_rgb(self, state: EnvState) -> jax.Array:
+        """(size * 3, size * 3, 3) uint8 picture, 3 pixels a cell: each snake in its own colour (the first
+        learner green, every learner with a white frame around its head), bright at the head and darker
+        toward the tail, each segment joined to the next one headward so the order can be followed;
+        red dots for food, a dark board."""
+        n = self.size
+        owner, life = state.owner.reshape(n, n), state.life.reshape(n, n)
+        colours = jnp.array(SNAKE_COLOURS[: self.num_snakes], jnp.float32)  # (snakes, 3)
+        length = jnp.maximum(self._at_owner(state.length, state.owner).reshape(n, n), 1)
+        shade = 0.35 + 0.65 * life.astype(jnp.float32) / length.astype(jnp.float32)  # 1 at the head
+        mine = jnp.sum(jnp.where((owner[..., None] == jnp.arange(self.num_snakes)), 1.0, 0.0)[..., None] * colours, 2)
+        body = (mine * shade[..., None]).astype(jnp.uint8)
+        cells = jnp.where((owner >= 0)[..., None], body, jnp.uint8(24))  # (n, n, 3)
+        big = jnp.repeat(jnp.repeat(cells, 3, 0), 3, 1)
+        rows, cols = jnp.arange(3 * n) // 3, jnp.arange(3 * n) // 3
+        sub_r, sub_c = jnp.arange(3 * n) % 3, jnp.arange(3 * n) % 3
+        # A segment fills the middle of its cell and the bar toward the next one headward (its count is one higher).
+        up = jnp.concatenate([jnp.full((1, n), -1, jnp.int16), life[:-1]])
+        same_up = (owner >= 0) & (jnp.concatenate([jnp.full((1, n), -2, jnp.int8), owner[:-1]]) == owner)
+        joins_up = same_up & ((up == life + 1) | (life == up + 1))
+        left = jnp.concatenate([jnp.full((n, 1), -1, jnp.int16), life[:, :-1]], 1)
+        same_left = (owner >= 0) & (jnp.concatenate([jnp.full((n, 1), -2, jnp.int8), owner[:, :-1]], 1) == owner)
+        joins_left = same_left & ((left == life + 1) | (life == left + 1))
+        edge_r, edge_c = sub_r[:, None] == 0, sub_c[None, :] == 0
+        corner = edge_r & edge_c
+        gap = (edge_r & ~joins_up[rows][:, cols]) | (edge_c & ~joins_left[rows][:, cols]) | corner
+        big = jnp.where(gap[..., None] & (owner[rows][:, cols] >= 0)[..., None], jnp.uint8(24), big)
+        # Food: a red dot in the middle of its cell.
+        middle = (sub_r[:, None] == 1) & (sub_c[None, :] == 1)
+        food = state.food.reshape(n, n)[rows][:, cols] & middle
+        big = jnp.where(food[..., None], jnp.array([235, 50, 50], jnp.uint8), big)
+        # Learners' heads: a white frame.
+        heads = (self._cells[None, :] == state.head[: self.num_agents, None]) & state.alive[: self.num_agents, None]
+        learner_head = jnp.any(heads, axis=0).reshape(n, n)[rows][:, cols] & ~middle
+        return jnp.where(learner_head[..., None], jnp.uint8(255), big)
+
+    def caption(self, state: EnvState) -> str:
+        """A line for a replay frame: each snake's length, `x` once dead (A the first learner)."""
+        length, alive, playing = (np.asarray(x) for x in (state.length, state.alive, state.playing))
+        parts = [f"{LETTERS[k].upper()}{length[k] if alive[k] else 'x'}" for k in range(self.num_snakes) if playing[k]]
+        return " ".join(parts)
 
     def render_text(self, state: EnvState) -> str:
         """The board as text: a snake's head is its letter in upper case (A the first learner), its
@@ -515,14 +606,13 @@ class Arena(Env):
         owner = np.asarray(state.owner).reshape(self.size, self.size)
         food = np.asarray(state.food).reshape(self.size, self.size)
         heads = {int(h) for h, a in zip(np.asarray(state.head), np.asarray(state.alive)) if a}
-        letters = "abcdefghijklmnopqrstuvwxyz012345"
         chars = np.full((self.size, self.size), ".", dtype="<U1")
         chars[food] = "*"
         for r in range(self.size):
             for c in range(self.size):
                 k = owner[r, c]
                 if k >= 0:
-                    chars[r, c] = letters[k].upper() if r * self.size + c in heads else letters[k]
+                    chars[r, c] = LETTERS[k].upper() if r * self.size + c in heads else LETTERS[k]
         edge = "+" + "-" * self.size + "+"
         return "\n".join([edge, *("|" + "".join(row) + "|" for row in chars), edge])
 

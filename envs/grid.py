@@ -80,12 +80,18 @@ class GridWorld(Env):
     Regrowth: a collected source is empty for `regrow_delay` steps (at least 1), then holds a unit again.
     Termination: never. Truncation: `max_steps_in_episode` steps, at least `size` (the next
         episode's map is drawn a row per step during this one; `check_params` refuses fewer).
-    Info: `score`, units the world's agents collected this episode (summed over agents).
+    Info: `score`, units the world's learning agents collected this episode (summed over them);
+        with bots, `bot_score`, what the bots collected.
+    Bots (`num_bots`, a constructor setting): scripted collectors that take agent slots after the
+        learners (indices num_agents ..) and follow the same rules: each step a bot collects the unit
+        underfoot, else steps toward the nearest unit present in its view (along the longer axis of
+        the way, ties at random), else wanders at random. Learners see them as "another agent".
     """
 
     START_SALT = 0x5EED_0003  # start cells; reset's maps hash the key with RESET_SALT, steps with STEP_SALT
+    BOT_SALT = 0x5EED_0006  # the bots' wandering moves and tie-breaks
 
-    def __init__(self, size: int = 8, num_agents: int = 1, view: int = 5):
+    def __init__(self, size: int = 8, num_agents: int = 1, view: int = 5, num_bots: int = 0):
         super().__init__()
         if not isinstance(size, int) or isinstance(size, bool) or not 3 <= size <= 24:
             raise ValueError(f"grid size must be an integer from 3 to 24, got {size!r}")
@@ -93,7 +99,14 @@ class GridWorld(Env):
             raise ValueError(f"grid view must be 3, 5 or 7, got {view!r}")
         if not isinstance(num_agents, int) or isinstance(num_agents, bool) or not 1 <= num_agents <= size * size // 2:
             raise ValueError(f"grid num_agents must be an integer from 1 to size^2/2, got {num_agents!r}")
-        self.size, self.num_agents, self.view = size, num_agents, view
+        if (
+            not isinstance(num_bots, int)
+            or isinstance(num_bots, bool)
+            or not 0 <= num_bots <= size * size // 2 - num_agents
+        ):
+            raise ValueError(f"grid num_bots must be an integer from 0 to size^2/2 - num_agents, got {num_bots!r}")
+        self.size, self.num_agents, self.view, self.num_bots = size, num_agents, view, num_bots
+        self.num_bodies = num_agents + num_bots  # learners first, then the scripted bots
         self.half = view // 2
         full = (1 << size) - 1
         self._full_row = jnp.uint32(full)
@@ -174,9 +187,10 @@ class GridWorld(Env):
         agent and word, then each row is cut from its words by fixed shifts. Measured on the
         8x8 map: the per-row form is 17% faster with 1 or 2 agents, even with 4, and 12% slower with 8.
         """
-        if self.num_agents <= 4:
+        count = row.shape[0]
+        if count <= 4:
             rows = jnp.zeros(self.size, jnp.uint32)
-            for k in range(self.num_agents):
+            for k in range(count):
                 hit = self._rows == row[k]
                 if which is not None:
                     hit = hit & which[k]
@@ -186,7 +200,7 @@ class GridWorld(Env):
         words = []
         for w in range(-(-self.size * self.size // 16)):
             acc = jnp.uint32(0)
-            for k in range(self.num_agents):
+            for k in range(count):
                 hit = (cell[k] >> 4) == w
                 if which is not None:
                     hit = hit & which[k]
@@ -216,6 +230,8 @@ class GridWorld(Env):
             )
             raise ValueError(f"grid with num_agents={self.num_agents} takes {want}, got shape {action.shape}")
         action = action.reshape(self.num_agents)
+        if self.num_bots:
+            action = jnp.concatenate([action, self.bot_actions(key, state)])
         # All agents move at once (see the class docstring for the conflict rule). Cells are
         # numbered row * size + col, so each pairwise check is one comparison.
         to_row, to_col = state.row + pick(DROW, action), state.col + pick(DCOL, action)
@@ -224,8 +240,8 @@ class GridWorld(Env):
         ok = moving & inside & ~self._cell(state.walls, to_row, to_col)
         now, target = state.row * self.size + state.col, to_row * self.size + to_col
         claim = materialize(jnp.where(ok, target, self.size * self.size))
-        index = jnp.arange(self.num_agents)
-        for j in range(self.num_agents):
+        index = jnp.arange(self.num_bodies)
+        for j in range(self.num_bodies):
             # The cell is held by agent j at the start of the step, or a lower index j claims it.
             ok = ok & (now[j] != target) & ((index <= j) | (claim[j] != target))
         cell = materialize(jnp.where(ok, target, now))
@@ -236,7 +252,7 @@ class GridWorld(Env):
         delay = jnp.clip(params.regrow_delay, 1, 32767).astype(jnp.int16)
         back = self._pack(state.timer == 1) & state.sources  # units whose delay ends this step
         timer = jnp.where(self._unpack(taken), delay, jnp.maximum(state.timer - 1, 0).astype(jnp.int16))
-        reward = gained.astype(jnp.float32) * params.reward_collect + params.reward_step
+        reward = gained[: self.num_agents].astype(jnp.float32) * params.reward_collect + params.reward_step
         # One row of the next episode's map is redrawn per step: drawing the whole map beside every
         # step (auto-reset runs under vmap as a select) cost more than the step itself.
         redraw = (state.time % self.size).reshape(1)
@@ -254,9 +270,38 @@ class GridWorld(Env):
             next_walls=jnp.where(is_row, new_walls, state.next_walls),
             next_sources=jnp.where(is_row, new_sources, state.next_sources),
         )
-        info = {"score": jnp.sum(new_state.inventory)}
+        info = {"score": jnp.sum(new_state.inventory[: self.num_agents])}
+        if self.num_bots:
+            info["bot_score"] = jnp.sum(new_state.inventory[self.num_agents :])
         reward = reward[0] if self.num_agents == 1 else reward
         return self.get_obs(new_state), new_state, reward, jnp.bool_(False), info
+
+    def bot_actions(self, key: jax.Array, state: EnvState) -> jax.Array:
+        """(num_bots,) the scripted collectors' actions: collect the unit underfoot; else step toward the
+        nearest unit present in the bot's view (Manhattan distance, ties at random; along the longer
+        axis of the way); else wander (a random move)."""
+        view, half = self.view, self.half
+        row, col = state.row[self.num_agents :], state.col[self.num_agents :]
+        window = jnp.uint32((1 << view) - 1)
+        lanes = ((state.present << half)[None, :] >> col[:, None].astype(jnp.uint32)) & window  # (bots, size)
+        at = row[:, None] + jnp.arange(view)[None, :] - half
+        inside = (at >= 0) & (at < self.size)
+        words = jnp.where(inside, jnp.take_along_axis(lanes, jnp.clip(at, 0, self.size - 1), axis=1), 0)
+        seen = ((words[:, :, None] >> self._view_bits) & jnp.uint32(1)) == 1  # (bots, view, view)
+        dr, dc = np.meshgrid(np.arange(view) - half, np.arange(view) - half, indexing="ij")
+        u = self.uniform(key, self.BOT_SALT, self.num_bots * (view * view + 1)).reshape(self.num_bots, -1)
+        cost = jnp.where(
+            seen,
+            jnp.asarray(np.abs(dr) + np.abs(dc), jnp.float32)[None] + 0.5 * u[:, :-1].reshape(-1, view, view),
+            jnp.inf,
+        )
+        best = jnp.argmin(cost.reshape(self.num_bots, -1), axis=1)
+        found = jnp.isfinite(jnp.min(cost.reshape(self.num_bots, -1), axis=1))
+        to_r, to_c = best // view - half, best % view - half
+        along_rows = jnp.abs(to_r) >= jnp.abs(to_c)
+        toward = jnp.where(along_rows, jnp.where(to_r < 0, 1, 3), jnp.where(to_c > 0, 2, 4))
+        wander = 1 + jnp.minimum((u[:, -1] * 4).astype(jnp.int32), 3)
+        return jnp.where(found, jnp.where((to_r == 0) & (to_c == 0), COLLECT, toward), wander).astype(jnp.int32)
 
     def _draw_rows(self, mixed: jax.Array, salt: int, density: jax.Array, rows: jax.Array) -> jax.Array:
         """(len(rows),) uint32 words for those map rows, each cell set with probability `density`
@@ -292,10 +337,10 @@ class GridWorld(Env):
     def _start(self, key: jax.Array, walls, sources, next_walls, next_sources) -> EnvState:
         """A new episode on the given map: agents on distinct uniform cells, cleared of walls and sources."""
         n = self.size * self.size
-        u = self.uniform(key, self.START_SALT, self.num_agents)
+        u = self.uniform(key, self.START_SALT, self.num_bodies)
         starts = jnp.minimum((u * n).astype(jnp.int32), n - 1)
         cells = []
-        for k in range(self.num_agents):  # linear probing past earlier agents' cells: distinct
+        for k in range(self.num_bodies):  # linear probing past earlier agents' cells: distinct
             cell = starts[k]
             for _ in range(k):
                 taken = jnp.any(jnp.stack([cell == other for other in cells]))
@@ -311,7 +356,7 @@ class GridWorld(Env):
             timer=jnp.zeros((self.size, self.size), jnp.int16),
             row=row,
             col=col,
-            inventory=jnp.zeros(self.num_agents, jnp.int32),
+            inventory=jnp.zeros(self.num_bodies, jnp.int32),
             time=jnp.int32(0),
             next_walls=next_walls,
             next_sources=next_sources,
@@ -338,7 +383,8 @@ class GridWorld(Env):
     def get_obs(self, state: EnvState, params: EnvParams | None = None, key: jax.Array | None = None) -> jax.Array:
         view, half = self.view, self.half
         row, col = materialize(state.row), materialize(state.col)
-        agents = self._agent_rows(row, col)
+        agents = self._agent_rows(row, col)  # learners and bots alike are "another agent" to a viewer
+        row, col = row[: self.num_agents], col[: self.num_agents]  # the viewers: the learners
         # 1. Every map row cut to each agent's view columns, the channels in byte lanes: bits j of
         #    lane ch is cell (m, col + j - half) of channel ch. Padded words put column c at bit c + half.
         shift = col[:, None].astype(jnp.uint32)  # (agents, 1)
@@ -385,8 +431,8 @@ class GridWorld(Env):
                 sources[r, c] = ch == "R"
                 if ch.isdigit():
                     agents[int(ch)] = (r, c)
-        if sorted(agents) != list(range(self.num_agents)):
-            raise ValueError(f"the picture must place agents 0..{self.num_agents - 1}")
+        if sorted(agents) != list(range(self.num_bodies)):
+            raise ValueError(f"the picture must place agents 0..{self.num_bodies - 1} (learners, then bots)")
         ticks = np.zeros((self.size, self.size), np.int32)
         for (r, c), t in (timer or {}).items():
             sources[r, c], ticks[r, c] = True, t
@@ -398,9 +444,9 @@ class GridWorld(Env):
             sources=pack(sources),
             present=pack(sources & (ticks == 0)),
             timer=jnp.array(ticks, jnp.int16),
-            row=jnp.array([agents[k][0] for k in range(self.num_agents)], jnp.int32),
-            col=jnp.array([agents[k][1] for k in range(self.num_agents)], jnp.int32),
-            inventory=jnp.zeros(self.num_agents, jnp.int32),
+            row=jnp.array([agents[k][0] for k in range(self.num_bodies)], jnp.int32),
+            col=jnp.array([agents[k][1] for k in range(self.num_bodies)], jnp.int32),
+            inventory=jnp.zeros(self.num_bodies, jnp.int32),
             time=jnp.int32(time),
             next_walls=pack(walls),
             next_sources=pack(sources),
@@ -418,14 +464,17 @@ class GridWorld(Env):
         return "\n".join([edge, *("|" + "".join(row) + "|" for row in chars), edge])
 
     def render_rgb(self, state: EnvState) -> jax.Array:
-        """(size, size, 3) uint8 picture: grey walls, gold resources, blue agents (agent 0 brighter)."""
+        """(size, size, 3) uint8 picture: grey walls, gold resources, blue learners (agent 0 brighter), red bots."""
         walls = self._unpack(state.walls)[..., None]
         present = self._unpack(state.present)[..., None]
-        agents = self._unpack(self._agent_rows(state.row, state.col))[..., None]
+        agents = self._unpack(self._agent_rows(state.row[: self.num_agents], state.col[: self.num_agents]))[..., None]
         first = ((self._rows[:, None] == state.row[0]) & (self._rows[None, :] == state.col[0]))[..., None]
         img = jnp.zeros((self.size, self.size, 3), jnp.uint8)
         img = jnp.where(walls, jnp.array([110, 110, 110], jnp.uint8), img)
         img = jnp.where(present, jnp.array([230, 190, 40], jnp.uint8), img)
+        if self.num_bots:
+            bots = self._unpack(self._agent_rows(state.row[self.num_agents :], state.col[self.num_agents :]))
+            img = jnp.where(bots[..., None], jnp.array([230, 90, 60], jnp.uint8), img)
         img = jnp.where(agents, jnp.array([60, 110, 230], jnp.uint8), img)
         return jnp.where(first, jnp.array([120, 200, 255], jnp.uint8), img)
 

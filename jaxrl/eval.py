@@ -26,6 +26,8 @@ USAGE = """usage: python -m jaxrl.eval RUN_DIR [key=value ...]   (or run_dir=RUN
   fps=10               frames per second of the replay
   out=PATH             where the GIF goes (default RUN_DIR/replay.gif)
   member=K             a sweep's member to play (default: the best one in summary.json)
+  opponents=KIND       the arena only: greedy | random_safe | a run directory (its greedy policy drives the bots)
+  num_bots=N           the arena only: how many bots (default: as trained)
 
 Prints mean, median, min and max of the return (and of the score, with the win rate, for
 envs that report them) and writes them to RUN_DIR/eval.json, with the score histogram and
@@ -44,6 +46,8 @@ DEFAULTS: dict[str, Any] = {
     "fps": 10,
     "out": None,
     "member": None,
+    "opponents": None,
+    "num_bots": None,
 }
 
 
@@ -68,7 +72,7 @@ def parse_args(argv: list[str]) -> dict[str, Any]:
         args[key] = value
     if args["run_dir"] is None:
         raise UsageError("a run directory is required: python -m jaxrl.eval RUN_DIR (written by python -m jaxrl.train)")
-    for key, low in (("episodes", 1), ("seed", 0), ("fps", 1), ("step", 0), ("member", 0)):
+    for key, low in (("episodes", 1), ("seed", 0), ("fps", 1), ("step", 0), ("member", 0), ("num_bots", 0)):
         if args[key] is None:
             continue
         try:
@@ -106,6 +110,10 @@ def report(result: dict[str, Any]) -> None:
     )
     if "member" in result:
         print(f"sweep member {result['member']}: {settings_label(result['settings'])}")
+    if "opponents" in result or "num_bots" in result:
+        print(
+            f"against: {result.get('num_bots', 'the trained number of')} bots, {result.get('opponents', 'as trained')}"
+        )
     print(line)
     if "score" in result:
         print(f"score {_spread(result['score'])}" + (f" || {wins}" if wins else ""))
@@ -115,6 +123,11 @@ def report(result: dict[str, Any]) -> None:
             print("score histogram (score:episodes): " + " ".join(f"{b:g}:{n}" for b, n in pairs))
     elif wins:
         print(wins)
+    if "placement" in result:
+        hist = result["placement_histogram"]
+        places = " ".join(f"{b:g}:{n}" for b, n in zip(hist["bins"], hist["counts"], strict=True))
+        line = f"placement {_spread(result['placement'])} || placements (place:games) {places}"
+        print(line + (f" || kills per game {result['kills']['mean']:.2f}" if "kills" in result else ""))
     if len(result["return_per_seed"]) > 1:
         print("per seed return: " + " ".join(f"{v:.2f}" for v in result["return_per_seed"]))
         if "win_rate_per_seed" in result:

@@ -18,6 +18,11 @@ from flax import struct
 
 SCORE = "score"  # an env may report info["score"] per world (Snake: apples eaten); it is averaged like the return
 WON = "won"  # an env may report info["won"] per world (Snake: a full board); averaged into a win rate
+PLACEMENT = "placement"  # info["placement"] per world (the arena: the learners' mean placement, 1 = last standing)
+# Per-world figures an env's step info may report, each averaged over the worlds that ended (`<name>_sum`):
+# score (Snake's apples, the grid's learners' units, the arena's learners' length), placement and kills
+# (the arena's learners'), bot_score (what the grid's scripted bots collected).
+WORLD_FIGURES = (SCORE, PLACEMENT, "kills", "bot_score")
 
 
 @struct.dataclass
@@ -30,6 +35,9 @@ class EpisodeStats:
     world_episodes: jax.Array  # () float32, world episodes that ended (= episodes with one agent per world)
     score_sum: jax.Array | None = None  # () float32, info["score"] summed over ended worlds; None: no score
     won_sum: jax.Array | None = None  # () float32, ended worlds whose info["won"] holds; None: no wins reported
+    placement_sum: jax.Array | None = None  # () float32, info["placement"] summed over ended worlds; None: none
+    kills_sum: jax.Array | None = None  # () float32, info["kills"] likewise
+    bot_score_sum: jax.Array | None = None  # () float32, info["bot_score"] likewise
 
     @classmethod
     def zeros_like(cls, stats: EpisodeStats) -> EpisodeStats:
@@ -74,14 +82,19 @@ def episode_step(
     """
     ep_return = ep_return + reward
     ep_length = ep_length + 1
-    score, won = info.get(SCORE), info.get(WON)
+    won = info.get(WON)
+    summed = {
+        f"{name}_sum": jnp.where(world_done, info[name], 0).sum(dtype=jnp.float32)
+        for name in WORLD_FIGURES
+        if name in info
+    }
     stats = EpisodeStats(
         episodes=done.sum(dtype=jnp.float32),
         return_sum=jnp.where(done, ep_return, 0.0).sum(),
         length_sum=jnp.where(done, ep_length, 0).sum(dtype=jnp.float32),
         world_episodes=world_done.sum(dtype=jnp.float32),
-        score_sum=None if score is None else jnp.where(world_done, score, 0).sum(dtype=jnp.float32),
         won_sum=None if won is None else (world_done & won).sum(dtype=jnp.float32),
+        **summed,
     )
     return jnp.where(done, 0.0, ep_return), jnp.where(done, 0, ep_length), stats
 
@@ -103,8 +116,8 @@ def from_dict(values: dict[str, Any]) -> EpisodeStats:
         return_sum=get("return_sum"),
         length_sum=get("length_sum"),
         world_episodes=get("episodes") if world is None else world,
-        score_sum=get("score_sum"),
         won_sum=get("won_sum"),
+        **{f"{name}_sum": get(f"{name}_sum") for name in WORLD_FIGURES},
     )
 
 
@@ -112,7 +125,7 @@ def means(stats: EpisodeStats, agents_per_world: int = 1) -> dict[str, float]:
     """Means over the finished episodes of summed stats (any shape; NaN where none finished).
 
     `episode_return` is per stream (per agent); with several agents per world `world_return`
-    (a world's return: the sum over its agents) is added. `score` and `win_rate` are per world.
+    (a world's return: the sum over its agents) is added. `win_rate` and the WORLD_FIGURES are per world.
     """
     n = float(np.sum(stats.episodes))
     worlds = float(np.sum(stats.world_episodes))
@@ -120,8 +133,10 @@ def means(stats: EpisodeStats, agents_per_world: int = 1) -> dict[str, float]:
     out = {"episode_return": per(stats.return_sum, n), "episode_length": per(stats.length_sum, n)}
     if agents_per_world > 1:
         out["world_return"] = per(stats.return_sum, worlds)
-    if stats.score_sum is not None:
-        out[SCORE] = per(stats.score_sum, worlds)
+    for name in WORLD_FIGURES:
+        total = getattr(stats, f"{name}_sum")
+        if total is not None:
+            out[name] = per(total, worlds)
     if stats.won_sum is not None:
         out["win_rate"] = per(stats.won_sum, worlds)
     out["episodes"] = n

@@ -24,9 +24,10 @@ def program(cfg: TrainConfig, chunk: int | None = None, layout: Any = None, env:
     first use in chunks of `chunk` updates (default: the config's num_chunks), over `layout`'s devices."""
     from jaxrl.config.schema import make_env
     from jaxrl.run.driver import Program
+    from jaxrl.run.opponents import with_frozen_bots
 
     env, env_params = make_env(cfg) if env is None else env
-    return Program(cfg, env, env_params, chunk=chunk, layout=layout)
+    return Program(cfg, with_frozen_bots(env), env_params, chunk=chunk, layout=layout)
 
 
 def default_run_dir(cfg: TrainConfig) -> Path:

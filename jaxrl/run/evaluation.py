@@ -18,7 +18,10 @@ eval.json (all figures over every seed's episodes):
   grid's collected items): {"mean", "median", "min", "max"}; `return_per_seed`, `score_per_seed`.
 - `score_histogram`: {"bins": [min .. max score, every integer], "counts": [episodes per bin]}
   (`plt.bar(h["bins"], h["counts"])`); non-integer scores get one bin per distinct value.
-- `wins`, `win_rate` and `win_rate_per_seed` for envs whose info reports `won` (Snake: a full board).
+- `wins`, `win_rate` and `win_rate_per_seed` for envs whose info reports `won` (Snake: a full board; the
+  arena: a learner is the last snake).
+- `placement` {"mean", ...} and `placement_histogram` (the arena: 1 = last snake standing), and `kills`, for envs
+  whose info reports them.
 - `unfinished`: episodes cut by the env's step limit; `best`: the replayed episode (seed,
   episode, return, length, score, won).
 - `env_params`: the env params' scalar fields played with (a list where seeds differ) and
@@ -53,7 +56,10 @@ from jaxrl.config.compose import UsageError
 from jaxrl.envs.base import GIF_PIXELS, upscale
 from jaxrl.run.loggers import write_json
 
-EPISODE_INFO = ("score", "won")  # step info keys that describe the episode, carried to its end when the env has them
+# Step info keys that describe the episode, carried to its end when the env has them: `won` holds once set; the
+# others keep their value from the episode's last step (the arena's `placement` and `kills`: the learners' mean
+# placement and their kills).
+EPISODE_INFO = ("score", "won", "placement", "kills")
 
 
 STRIP_PIXELS = 28  # height of the caption strip below the GIF's board
@@ -161,6 +167,8 @@ def _start(env: Any, env_params: Any, key: jax.Array, num_episodes: int, carry: 
         "return": zeros,
         "length": jnp.zeros(num_episodes, jnp.int32),
         "score": zeros,
+        "placement": zeros,
+        "kills": zeros,
         "won": jnp.zeros(num_episodes, bool),
         "carry": carry,
     }
@@ -184,7 +192,10 @@ def _advance(env: Any, env_params: Any, policy: PolicyFn, params: Any, c: dict[s
     reward = reward.reshape(num_episodes, -1).sum(axis=1)
     ended = alive & (terminated | truncated)
     # The info of a live episode's step describes it (before any reset): the score so far, the final one at its end.
-    score = jnp.where(alive, info["score"].astype(jnp.float32), c["score"]) if "score" in info else c["score"]
+    last = {
+        name: jnp.where(alive, info[name].astype(jnp.float32), c[name]) if name in info else c[name]
+        for name in ("score", "placement", "kills")
+    }
     won = c["won"] | (alive & info["won"]) if "won" in info else c["won"]
     return {
         "t": c["t"] + 1,
@@ -194,7 +205,7 @@ def _advance(env: Any, env_params: Any, policy: PolicyFn, params: Any, c: dict[s
         "alive": alive & ~ended,
         "return": c["return"] + jnp.where(alive, reward, 0.0),
         "length": c["length"] + alive,
-        "score": score,
+        **last,
         "won": won,
         "carry": carry,
     }
@@ -280,9 +291,12 @@ def evaluate(
     fps: int = 10,
     out: str | Path | None = None,
     member: int | None = None,
+    opponents: str | None = None,
+    num_bots: int | None = None,
 ) -> dict[str, Any]:
     """Play `episodes` episodes per seed of a run's checkpoint (`jaxrl.api.Run`), write eval.json (and the
-    replay); the figures as a dict. CheckpointError when `step` has no checkpoint."""
+    replay); the figures as a dict. CheckpointError when `step` has no checkpoint. In the arena,
+    `opponents` (greedy, random_safe or a run directory) and `num_bots` set who the learner plays against."""
     if out is not None and Path(out).expanduser().is_dir():
         raise UsageError(f"out={out} is a directory: give the GIF's file name, e.g. out={Path(out) / 'replay.gif'}")
     step, runner, program = run.restore(step)
@@ -294,6 +308,8 @@ def evaluate(
     # The env params the agent trained with last (a curriculum's final phase), carried in the runner, per seed.
     trained = runner.envs.params
     env_params = params_for_eval(env, trained)
+    by_eval_params = scalar_fields(env_params)  # what the env's eval_params changed (the note below)
+    env, env_params, against = with_opponents(env, env_params, opponents, num_bots)
     policy, params = program.policy(greedy, member), algo.policy_params(runner)  # at the run's precision
     carry = algo.initial_carry(episodes * program.agents_per_world)
     max_steps = default_max_steps(jax.tree.map(lambda x: np.asarray(x[0]), env_params))
@@ -307,20 +323,26 @@ def evaluate(
     result = {**header, "greedy": greedy, "seed": seed, **figures(played, program.agents_per_world)}
     if program.sweep.keys:
         result.update(member=member, settings=program.sweep.members[member])
+    result.update(against)
     result["env_params"] = scalar_fields(env_params)
     before = scalar_fields(trained)
-    changed = {k: {"trained": before[k], "evaluated": v} for k, v in result["env_params"].items() if before.get(k) != v}
+    changed = {k: {"trained": before[k], "evaluated": v} for k, v in by_eval_params.items() if before.get(k) != v}
     if changed:
         result["env_params_changed"] = changed
     result.update(run_dir=str(run.run_dir), seconds=time.perf_counter() - t0)
     drawer = {"gif": "render_rgb", "terminal": "render_text"}.get(render)
     if drawer is not None and hasattr(env, drawer):
         best = result["best"]
-        draw = env.render_rgb if render == "gif" else (lambda s: s)  # states, drawn as text below
+        picture = env.render_rgb if render == "gif" else (lambda s: s)  # states, drawn as text below
+        draw = lambda s: (picture(s), s)
         replay = lambda k, p, e: record(env, e, policy, p, k, episodes, best["episode"], best["length"], draw, carry)
         seed_trees = (jax.tree.map(lambda x: x[best["seed"]], tree) for tree in (params, env_params))
-        frames, progress = jax.device_get(jax.jit(replay)(keys[best["seed"]], *seed_trees))
+        (frames, states), progress = jax.device_get(jax.jit(replay)(keys[best["seed"]], *seed_trees))
         lines = captions(progress, best)
+        if hasattr(env, "caption"):  # the env's own line per frame (the arena: every snake's length)
+            lines = [
+                f"{line}   {env.caption(jax.tree.map(lambda x, t=t: x[t], states))}" for t, line in enumerate(lines)
+            ]
         if render == "gif":
             path = Path(out).expanduser() if out else run.run_dir / "replay.gif"
             _keep_previous(path)
@@ -338,6 +360,48 @@ def evaluate(
     except OSError as e:
         raise UsageError(f"{run.run_dir / 'eval.json'} cannot be written ({e.strerror or e})") from None
     return result
+
+
+BOT_KINDS = ("greedy", "random_safe")
+
+
+def with_opponents(env: Any, env_params: Any, opponents: str | None, num_bots: int | None) -> tuple[Any, Any, dict]:
+    """(env, per-seed env params, what eval.json records of them) with the arena's opponents set: a bot kind
+    or a run directory's greedy policy (`opponents`), and how many (`num_bots`); UsageError elsewhere."""
+    if opponents is None and num_bots is None:
+        return env, env_params, {}
+    if not hasattr(env, "with_bot_policy"):
+        raise UsageError(f"opponents= and num_bots= apply to the arena only, not to {env.name}")
+    fill = lambda field, value: jnp.full_like(getattr(env_params, field), value)
+    against: dict[str, Any] = {}
+    if num_bots is not None:
+        most = env.num_snakes - env.num_agents
+        if not 0 <= num_bots <= most:
+            raise UsageError(f"num_bots={num_bots} is invalid: the run's arena has room for 0 to {most} bots")
+        env_params = env_params.replace(num_bots=fill("num_bots", num_bots))
+        against["num_bots"] = num_bots
+    if opponents is not None:
+        if opponents in BOT_KINDS:
+            greedy = 1.0 if opponents == "greedy" else 0.0
+            env_params = env_params.replace(
+                greedy_share=fill("greedy_share", greedy), policy_share=fill("policy_share", 0.0)
+            )
+        else:
+            from jaxrl.errors import ConfigError
+            from jaxrl.run.opponents import frozen_policy
+
+            path = Path(opponents).expanduser().resolve()
+            if not path.is_dir():
+                raise UsageError(f"opponents={opponents} is invalid: allowed {', '.join(BOT_KINDS)} or a run directory")
+            try:
+                policy = frozen_policy(str(path), env.observation_space().shape)
+            except ConfigError as e:
+                raise UsageError(str(e).replace("env.bot_policy=", "opponents=")) from None
+            env = env.with_bot_policy(policy)
+            env_params = env_params.replace(policy_share=fill("policy_share", 1.0))
+            opponents = str(path)
+        against["opponents"] = opponents
+    return env, env_params, against
 
 
 def pick_member(run: Any, program: Any, member: int | None) -> int:
@@ -391,6 +455,11 @@ def figures(out: dict[str, np.ndarray], agents: int = 1) -> dict[str, Any]:
         result["wins"] = int(out["won"].sum())
         result["win_rate"] = float(out["won"].mean())
         result["win_rate_per_seed"] = out["won"].mean(axis=1).tolist()
+    if "placement" in out:
+        result["placement"] = describe(out["placement"])
+        result["placement_histogram"] = histogram(out["placement"])
+    if "kills" in out:
+        result["kills"] = describe(out["kills"])
     score = out.get("score", np.zeros_like(out["return"]))
     order = np.lexsort((score.ravel(), out["return"].ravel()))  # best return, then best score
     seed_index, index = np.unravel_index(order[-1], out["return"].shape)

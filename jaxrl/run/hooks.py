@@ -292,7 +292,7 @@ def ranking(ctx: RunContext) -> list[dict[str, Any]]:
 
 
 def final_figures(history: list[dict[str, Any]], num_seeds: int, agents: int) -> dict[str, Any]:
-    """final_return (and world return, score) over the last ~10% of chunks, overall and per seed."""
+    """final_return (and world return, score, win rate, placement) over the last ~10% of chunks, overall and per seed."""
     span = max(1, math.ceil(0.1 * len(history)))
     while span < len(history) and not np.sum([chunk["episodes"] for chunk in history[-span:]]):
         span += 1
@@ -301,11 +301,8 @@ def final_figures(history: list[dict[str, Any]], num_seeds: int, agents: int) ->
     last = episode.means(episode.from_dict(per_seed), agents)
     seeds = [episode.means(episode.from_dict({k: v[s] for k, v in per_seed.items()}), agents) for s in range(num_seeds)]
     out = {"final_return": last["episode_return"], "final_return_per_seed": [m["episode_return"] for m in seeds]}
-    for key, name in (
-        ("world_return", "final_world_return"),
-        (episode.SCORE, "final_score"),
-        ("win_rate", "final_win_rate"),
-    ):
+    figures = ("world_return", "win_rate", *episode.WORLD_FIGURES)
+    for key, name in ((key, f"final_{key}") for key in figures):
         if key in last:
             out[name] = last[key]
             out[f"{name}_per_seed"] = [m[key] for m in seeds]

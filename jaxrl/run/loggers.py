@@ -126,8 +126,10 @@ class Progress:
         ]
         if "score" in means:
             parts.append(f"score {_fmt(means['score'])}")
-        if means.get("win_rate", 0) > 0:  # shown once the agent starts winning
+        if means.get("win_rate", 0) > 0 or "placement" in means:  # shown once the agent starts winning (Snake)
             parts.append(f"wins {100 * means['win_rate']:.0f}%")
+        if "placement" in means:
+            parts.append(f"place {_fmt(means['placement'])}")
         if phase is not None:
             parts.append(f"phase {phase}")
         if self.bar is not None:

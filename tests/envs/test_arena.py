@@ -324,7 +324,9 @@ def reference_view(env: Arena, s, k):
             out[i, j, 2] = head_of is not None and head_of != k
             out[i, j, 3] = head_of is not None and head_of != k and length[head_of] >= length[k]
             out[i, j, 4] = food[r, c]
-    return np.rot90(out, int(s.heading[k]))
+    out = np.rot90(out, int(s.heading[k])).copy()
+    out[..., 6] = (np.arange(env.view**2) < int(s.health[k])).reshape(env.view, env.view)
+    return out
 
 
 def test_each_learner_sees_its_turned_crop():
@@ -390,4 +392,4 @@ def test_default_params_fill_the_board_with_bots():
     env, params = envs.make("arena", num_snakes=6, num_agents=2)
     assert isinstance(params, ArenaParams) and params.num_bots == 4
     obs, _ = env.reset(jax.random.key(0), params)
-    assert obs.shape == (2, 11, 11, 6) and obs.dtype == jnp.uint8
+    assert obs.shape == (2, 11, 11, 7) and obs.dtype == jnp.uint8

@@ -412,3 +412,53 @@ def test_gymnax_wrappers_work_with_one_agent_per_world():
         obs, state, _, _, truncated, info = step(jax.random.key(t), state, STAY, params)
     assert obs.shape == (100,) and bool(truncated) and bool(info["returned_episode"])
     assert int(info["returned_episode_lengths"]) == 5
+
+
+# -- scripted bots ----------------------------------------------------------------------------------
+
+
+def test_a_bot_walks_to_the_nearest_visible_unit_and_collects_it():
+    env = GridWorld(size=6, num_agents=1, view=5, num_bots=1)
+    # The bot (1) sees units at distance 2 (right) and 3 (down-left): it steps right twice, then collects.
+    state = env.make_state(["0.....", "......", "..1.R.", "......", "R.....", "......"])
+    moves = []
+    for _ in range(3):
+        _, state, reward, info = step(env, state, [STAY])
+        moves.append(where(state)[1])
+    assert moves == [(2, 3), (2, 4), (2, 4)]
+    assert int(info["bot_score"]) == 1 and int(info["score"]) == 0 and float(reward) == 0.0
+
+
+def test_a_bot_without_a_unit_in_view_wanders_and_learners_see_it_as_another_agent():
+    env = GridWorld(size=7, num_agents=1, view=3, num_bots=1)
+    state = env.make_state(["0......", ".1.....", ".......", ".......", ".......", ".......", "......R"])
+    obs = env.get_obs(state)
+    assert obs[2, 2, AGENT] == 1 and obs[1, 1, SELF] == 1  # the bot at the viewer's lower right
+    seen = set()
+    for key in range(12):
+        _, moved, _, _, _ = jax.jit(env.step_env)(jax.random.key(key), state, jnp.asarray([STAY]), env.default_params)
+        seen.add(where(moved)[1])
+    assert len(seen) >= 3, "wandering goes more than one way"
+
+
+def test_bots_compete_for_the_same_units_and_the_split_is_reported():
+    env, params = envs.make("grid", size=8, num_agents=2, num_bots=3)
+
+    def play(key):
+        _, s = env.reset(key, params)
+
+        def body(s, key):
+            _, s, reward, _, _, info = env.step(key, s, jnp.full(2, COLLECT), params)
+            return s, (reward, info["score"], info["bot_score"])
+
+        return jax.lax.scan(body, s, jax.random.split(key, 100))[1]
+
+    reward, score, bot_score = jax.jit(jax.vmap(play))(jax.random.split(jax.random.key(0), 16))
+    assert reward.shape == (16, 100, 2)
+    assert int(np.asarray(score).max()) == 0, "learners that never move collect nothing (they start off sources)"
+    assert float(np.asarray(bot_score)[:, -1].mean()) > 3
+
+
+def test_bad_bot_counts_are_refused():
+    with pytest.raises(ValueError, match="grid num_bots must be an integer from 0 to size"):
+        GridWorld(size=4, num_agents=2, num_bots=7)

@@ -1,0 +1,250 @@
+"""The arena: env-only snake-steps/s against num_envs beside Snake alone, the bots against each other, and PPO.
+
+- Env only (the harness of `bench.parts.env`: random learner actions, auto-reset, the observation
+  consumed): the 4-snake 11x11 arena with 3 greedy bots and with 4 learners and no bots, 32 snakes
+  on 19x19 (31 greedy bots), and jaxrl's Snake alone on 11x11 at the same num_envs. A snake-step is
+  one snake of a game moving once: a game step of the 4-snake arena is 4 snake-steps. The headline
+  is the arena's snake-steps/s over Snake's steps/s, each at its best num_envs.
+- Bots: each kind in the first seat against 3 of each kind, 4 snakes on 11x11, a game ending when the
+  first seat dies (as a learner's does): its win rate (last snake standing), mean placement and length.
+- PPO: steps/s of the shipped `env=arena` config (one compiled chunk, after compile).
+- PufferLib's Snake (C, many snakes on one big map) is not measured: `pufferlib` is not installed here (its
+  wheels build C extensions and pull torch); the report quotes its published figure, labelled as such.
+
+On its own: python -m bench.parts.arena [--quick]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jaxrl.bench import machine
+from jaxrl.bench.common import Context, best_times, compile_timed, fmt_rate, fmt_ratio, log_axes, save_figure
+from jaxrl.bench.parts.env import actions_and_keys, consume
+
+from jaxrl import envs
+
+NAME = "arena"
+TITLE = "Arena: snake-steps/s beside Snake alone, bots against bots, PPO"
+PUFFERLIB_PUBLISHED = "over 10M env steps/s per CPU core (PufferLib's own figure for its C Snake; not measured here)"
+KINDS = ("greedy", "random_safe")
+
+
+def arena_run(n: int, steps: int, **settings: Any):
+    """`steps` vector steps of `n` arena games with random learner actions, observations consumed."""
+    env, params = envs.make("arena", **settings)
+
+    def run(key):
+        _obs, state = jax.vmap(env.reset, in_axes=(0, None))(jax.random.split(key, n), params)
+
+        def body(carry, key):
+            state, acc = carry
+            actions, keys = actions_and_keys(key, n * env.num_agents, 3)
+            actions = actions.reshape(n, env.num_agents) if env.num_agents > 1 else actions
+            obs, state, reward, _, _, _ = jax.vmap(env.step, in_axes=(0, 0, 0, None))(keys[:n], state, actions, params)
+            return (state, acc + consume(obs) + reward.sum()), None
+
+        (_, acc), _ = jax.lax.scan(body, (state, jnp.float32(0)), jax.random.split(key, steps))
+        return acc
+
+    return jax.jit(run)
+
+
+def snake_run(n: int, steps: int, size: int):
+    """Snake alone on the same harness (relative actions and the turned view, as the arena's learners play)."""
+    env, params = envs.make("snake", size=size, view="ego", actions="relative")
+
+    def run(key):
+        _obs, state = jax.vmap(env.reset, in_axes=(0, None))(jax.random.split(key, n), params)
+
+        def body(carry, key):
+            state, acc = carry
+            actions, keys = actions_and_keys(key, n, 3)
+            obs, state, reward, _, _, _ = jax.vmap(env.step, in_axes=(0, 0, 0, None))(keys, state, actions, params)
+            return (state, acc + consume(obs) + reward.sum()), None
+
+        (_, acc), _ = jax.lax.scan(body, (state, jnp.float32(0)), jax.random.split(key, steps))
+        return acc
+
+    return jax.jit(run)
+
+
+def cases() -> list[dict[str, Any]]:
+    """(label, snakes per game, builder (n, steps) -> jitted run)."""
+    return [
+        {"label": "Snake alone 11x11", "snakes": 1, "build": lambda n, s: snake_run(n, s, 11)},
+        {"label": "arena 11x11, 1 learner + 3 greedy bots", "snakes": 4, "build": lambda n, s: arena_run(n, s)},
+        {
+            "label": "arena 11x11, 4 learners, no bots",
+            "snakes": 4,
+            "build": lambda n, s: arena_run(n, s, num_agents=4),
+        },
+        {
+            "label": "arena 19x19, 1 learner + 31 greedy bots",
+            "snakes": 32,
+            "build": lambda n, s: arena_run(n, s, size=19, num_snakes=32),
+        },
+    ]
+
+
+def env_speed(ctx: Context) -> list[dict[str, Any]]:
+    sizes = ctx.pick([4], [64, 1024, 4096], [16, 256, 1024, 4096, 16384])
+    work = ctx.pick(400, 200_000, 1_000_000)  # game steps per timed call
+    repeats = ctx.pick(1, 2, 3)
+    rows = []
+    for n in sizes:
+        steps = int(min(500, max(5, work // n)))
+        calls, compile_s = {}, {}
+        for case in cases():
+            fn, compile_s[case["label"]] = compile_timed(case["build"](n, steps), jax.random.key(0))
+            calls[case["label"]] = lambda i, fn=fn: fn(jax.random.key(i))
+        seconds = best_times(calls, repeats)
+        snake_steps = {c["label"]: n * steps * c["snakes"] / seconds[c["label"]] for c in cases()}
+        rows.append({"n_envs": n, "steps_per_call": steps, "snake_sps": snake_steps, "compile_s": compile_s})
+        ctx.say(f"{n:>6,} games: " + " | ".join(f"{k} {fmt_rate(v)}" for k, v in snake_steps.items()))
+    return rows
+
+
+def first_seat_games(kind: str, bots: str, games: int, max_steps: int, seed: int = 0) -> dict[str, float]:
+    """The first seat driven by bot `kind` against 3 bots of kind `bots` (4 snakes, 11x11): its win
+    rate, mean placement and final length; a game ends when the first seat dies, or at `max_steps`."""
+    env, params = envs.make("arena")
+    params = params.replace(greedy_share=1.0 if bots == "greedy" else 0.0)
+
+    def play(key):
+        _, state = env.reset(key, params)
+        state = state.replace(greedy=state.greedy.at[0].set(kind == "greedy"))
+
+        def body(carry, key):
+            state, done, won, place, length = carry
+            _, state, _, over, info = env.advance(key, state, env.bot_directions(key, state), params)
+            live = ~done
+            done = done | over | (state.time >= max_steps)
+            won = jnp.where(live, info["won"], won)
+            place = jnp.where(live, info["placement"], place)
+            length = jnp.where(live, state.length[0], length)
+            return (state, done, won, place, length), None
+
+        start = (state, jnp.bool_(False), jnp.bool_(False), jnp.float32(0), jnp.int32(0))
+        (_, _, won, place, length), _ = jax.lax.scan(body, start, jax.random.split(key, max_steps))
+        return won, place, length
+
+    won, place, length = jax.jit(jax.vmap(play))(jax.random.split(jax.random.key(seed), games))
+    return {
+        "win_rate": float(np.mean(won)),
+        "placement": float(np.mean(place)),
+        "length": float(np.mean(length)),
+        "games": games,
+    }
+
+
+def bot_table(ctx: Context) -> list[dict[str, Any]]:
+    games = ctx.pick(16, 1000, 1000)
+    rows = []
+    for kind in KINDS:
+        for bots in KINDS:
+            figures = first_seat_games(kind, bots, games, max_steps=500)
+            rows.append({"seat": kind, "against": f"3 {bots}", **figures})
+            ctx.say(f"{kind} against 3 {bots}: wins {figures['win_rate']:.1%}, placement {figures['placement']:.2f}")
+    return rows
+
+
+def ppo_speed(ctx: Context) -> dict[str, Any]:
+    from jaxrl.bench.parts.train import program_sps
+
+    overrides = ["env=arena"] + ctx.pick(["num_envs=16", "algo.num_steps=8"], [], [])
+    return program_sps(overrides, ctx.pick(256, 2_000_000, 5_000_000))
+
+
+def run(ctx: Context) -> dict[str, Any]:
+    out: dict[str, Any] = {"env": env_speed(ctx), "bots": bot_table(ctx), "ppo": ppo_speed(ctx)}
+    out["ppo"]["config"] = "env=arena (configs/tuned/ppo_arena.yaml)"
+    ctx.say(f"PPO on the arena: {fmt_rate(out['ppo']['sps'])} steps/s (compile {out['ppo']['compile_s']:.1f} s)")
+    out["pufferlib"] = PUFFERLIB_PUBLISHED
+    ctx.skip(f"PufferLib Snake: `pufferlib` is not installed here; quoting {PUFFERLIB_PUBLISHED}")
+    out["headlines"] = headlines(out)
+    return out
+
+
+def best(rows: list[dict[str, Any]], label: str) -> tuple[float, int | None]:
+    return max(((r["snake_sps"][label], r["n_envs"]) for r in rows), default=(math.nan, None))
+
+
+def headlines(out: dict[str, Any]) -> list[dict[str, str]]:
+    labels = [c["label"] for c in cases()]
+    alone, n_alone = best(out["env"], labels[0])
+    arena, n_arena = best(out["env"], labels[1])
+    greedy = next(r for r in out["bots"] if r["seat"] == "greedy" and r["against"] == "3 greedy")
+    return [
+        {
+            "what": "Arena 11x11, 4 snakes (3 greedy bots), env only, best num_envs",
+            "figure": f"{fmt_rate(arena)} snake-steps/s at {n_arena:,} games; Snake alone 11x11 {fmt_rate(alone)}"
+            f" steps/s at {n_alone:,} ({fmt_ratio(arena / alone)})",
+        },
+        {
+            "what": "Arena bots: a greedy bot against 3 greedy bots",
+            "figure": f"wins {greedy['win_rate']:.1%} of {greedy['games']:,} games, placement {greedy['placement']:.2f}",
+        },
+        {"what": "PPO on the arena (shipped config)", "figure": f"{fmt_rate(out['ppo']['sps'])} steps/s"},
+    ]
+
+
+def report(result: dict[str, Any]) -> str:
+    labels = [c["label"] for c in cases()]
+    md = ["**Env only, snake-steps/s** (a game step of a 4-snake arena is 4 snake-steps; compile s in brackets)\n"]
+    head = ["num_envs", *labels, "arena 4 / Snake alone"]
+    md += ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for r in result["env"]:
+        cells = [f"{r['n_envs']:,}"]
+        cells += [f"{fmt_rate(r['snake_sps'][k])} ({r['compile_s'][k]:.1f} s)" for k in labels]
+        cells.append(fmt_ratio(r["snake_sps"][labels[1]] / r["snake_sps"][labels[0]]))
+        md.append("| " + " | ".join(cells) + " |")
+    md += ["", "**Bots against bots** (the first seat's figures; 4 snakes on 11x11)\n"]
+    md += ["| first seat | against | win rate | placement | length | games |", "|---|---|---|---|---|---|"]
+    for r in result["bots"]:
+        md.append(
+            f"| {r['seat']} | {r['against']} | {r['win_rate']:.1%} | {r['placement']:.2f} | {r['length']:.1f}"
+            f" | {r['games']:,} |"
+        )
+    ppo = result["ppo"]
+    md += ["", f"**PPO** ({ppo['config']}): {fmt_rate(ppo['sps'])} steps/s, compile {ppo['compile_s']:.1f} s", ""]
+    md += [f"**PufferLib's Snake**: {result['pufferlib']}.", ""]
+    return "\n".join(md)
+
+
+def plot(result: dict[str, Any], axes_title: str, path) -> None:
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(6, 4.2))
+    for case in cases():
+        pts = [(r["n_envs"], r["snake_sps"][case["label"]]) for r in result["env"]]
+        ax.plot(*zip(*pts, strict=True), marker="o", label=case["label"])
+    log_axes(ax, "Arena and Snake alone, env only", "num_envs (games)", "snake-steps / s")
+    save_figure(fig, f"Arena throughput - {axes_title}", path)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench.parts.arena", description=TITLE)
+    parser.add_argument("--quick", action="store_true", help="the quick sizes (default: full)")
+    parser.add_argument("--out", default="bench/results", help="folder for arena.json")
+    args = parser.parse_args(argv)
+    info = machine.describe()
+    ctx = Context("quick" if args.quick else "full", Path(args.out), info)
+    result = run(ctx)
+    result.update(machine=info, date=datetime.now(UTC).isoformat(timespec="seconds"))
+    Path(args.out).mkdir(parents=True, exist_ok=True)
+    (Path(args.out) / "arena.json").write_text(json.dumps(result, indent=1))
+    print(report(result))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

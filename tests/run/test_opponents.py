@@ -1,0 +1,67 @@
+"""A finished run as the arena's bots (`env.bot_policy=RUN_DIR`): loaded once, run inside the step, and bad
+bot run directories refused in one line before anything is written."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import jaxrl
+from jaxrl.train import main
+
+TINY = ["env=arena", "env.view=5", "num_envs=8", "algo.num_steps=8", "total_timesteps=128", "num_chunks=1"]
+TINY += ["progress=false", "algo.hidden=[16]"]
+
+
+@pytest.fixture(scope="module")
+def bot_run(tmp_path_factory):
+    run_dir = tmp_path_factory.mktemp("bots") / "last_week"
+    assert main([*TINY, f"run_dir={run_dir}"]) == 0
+    return run_dir
+
+
+def test_a_run_trained_against_a_frozen_run_plays_against_its_greedy_policy(bot_run, tmp_path, capsys):
+    run_dir = tmp_path / "this_week"
+    assert main([*TINY, f"env.bot_policy={bot_run}", f"run_dir={run_dir}"]) == 0
+    run = jaxrl.load(run_dir)
+    env, params = run.env()
+    assert float(params.policy_share) == 1.0, "naming a bot run hands every game's bots to it"
+    frozen = jaxrl.load(bot_run).policy
+    _, state = env.reset(jax.random.key(0), params)
+    assert np.asarray(state.policy).tolist() == [False, True, True, True]
+    for t in range(20):
+        key = jax.random.key(t)
+        directions = env.bot_directions(key, state)
+        bots = env.views(state, (1, 2, 3))
+        _, actions = frozen.apply(frozen.params, None, bots, key)
+        want = (np.asarray(state.heading[1:]) + np.asarray(actions) - 1) % 4
+        live = np.asarray(state.alive[1:])
+        assert (np.asarray(directions[1:])[live] == want[live]).all(), t
+        _, state, _, _, _, _ = env.step(key, state, jnp.int32(1), params)
+    assert "final return" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    "setting,expected",
+    [
+        ("env.bot_policy={missing}", "is not a jaxrl run with checkpoints"),
+        ("env.bot_policy={bot_run} env.view=7", "sees (5, 5, 7) views; this arena's learners see (7, 7, 7)"),
+        ("env.policy_share=0.5", "policy_share=0.5 is invalid: must be 0 without env.bot_policy=RUN_DIR"),
+    ],
+)
+def test_bad_bot_runs_are_one_line_and_write_nothing(bot_run, tmp_path, capsys, setting, expected):
+    args = setting.format(missing=tmp_path / "nowhere", bot_run=bot_run).split()
+    code = main([*TINY, *args, f"run_dir={tmp_path / 'never'}"])
+    err = capsys.readouterr().err
+    assert code == 2 and err.startswith("error: ") and expected in err, err
+    assert err.count("\n") == 1 and not (tmp_path / "never").exists()
+
+
+def test_a_bot_run_from_another_env_is_refused(tmp_path, capsys):
+    grid = tmp_path / "grid"
+    assert main(["env=grid", "num_envs=4", "algo.num_steps=8", "total_timesteps=32", "num_chunks=1", "progress=false",
+                 f"run_dir={grid}"]) == 0  # fmt: skip
+    capsys.readouterr()
+    code = main([*TINY, f"env.bot_policy={grid}", f"run_dir={tmp_path / 'never'}"])
+    err = capsys.readouterr().err
+    assert code == 2 and "trained on env=grid; a bot policy must come from an arena run" in err, err
