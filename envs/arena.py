@@ -70,6 +70,7 @@ class EnvParams(environment.EnvParams):
     reward_death: float = -1.0  # a learner's death (leaving the board, a collision, starving)
     reward_food: float = 0.0  # a learner eating
     reward_step: float = 0.0  # every other step of a live learner
+    reward_outlive: float = 0.0  # added for each other snake that dies on a step the learner survives
 
 
 class Arena(Env):
@@ -92,7 +93,7 @@ class Arena(Env):
     Bots: `random_safe` moves at random among the moves that do not die for certain this step
         (off the board, into a body cell that stays); `greedy` takes the shortest path to food
         (breadth-first over cells free now or freed this step), never a certain death, and
-        avoids cells next to the head of a snake at least as long. A game's bots are all greedy
+        avoids cells next to the head of a longer snake. A game's bots are all greedy
         with probability `greedy_share`, else all random_safe.
     Observation: per learner `(view, view, 7)` uint8 centred on its head and turned so that it
         heads up; channels 0 own body (head included), 1 other bodies, 2 other heads, 3 other
@@ -101,8 +102,9 @@ class Arena(Env):
         is dead. With `num_agents=K > 1` a leading agent axis: `(K, view, view, 7)`.
     Actions: per learner `Discrete(3)`: 0 turn left, 1 straight on, 2 turn right (`(K,)` for K learners).
     Reward: per learner, `reward_death` on the step it dies, `reward_win` on the step it is left
-        alone (in a game of 2 or more), `reward_food` for eating, `reward_step` every other live step;
-        0 once dead. `()` for one learner, `(K,)` for K.
+        alone (in a game of 2 or more), `reward_food` for eating, `reward_step` every other live step,
+        plus `reward_outlive` for each other snake that dies on a step it survives (a placement
+        gained); 0 once dead. `()` for one learner, `(K,)` for K.
     Termination: at most one snake left (none, in a game of one), or no learner left (nothing
         learns from the bots' remaining game; its placements are settled). Truncation:
         `max_steps_in_episode` steps.
@@ -117,8 +119,8 @@ class Arena(Env):
 
     def __init__(self, size: int = 11, num_snakes: int = 4, num_agents: int = 1, view: int = 11, bot_policy: str = ""):
         super().__init__()
-        if not isinstance(bot_policy, str):
-            raise ValueError(f"arena bot_policy must be a run directory (a string), got {bot_policy!r}")  # noqa: TRY004  (the registry reports ValueError as a bad setting)
+        if not isinstance(bot_policy, str):  # a ValueError, as for every bad setting (the registry reports those)
+            raise ValueError(f"arena bot_policy must be a run directory (a string), got {bot_policy!r}")  # noqa: TRY004
         self.bot_policy = bot_policy  # a finished run whose greedy policy drives bots (jaxrl loads it: with_bot_policy)
         self._policy = None
         if not isinstance(size, int) or isinstance(size, bool) or not 5 <= size <= 32:
@@ -142,6 +144,14 @@ class Arena(Env):
         self.half = view // 2
         self._cells = jnp.arange(self.num_cells, dtype=jnp.int32)
         self._reading_order = jnp.arange(view * view, dtype=jnp.int32).reshape(view, view)
+        # Offsets into the padded board (side size + view - 1) of the crop at the top-left corner, turned so
+        # that heading t points up: np.rot90(crop, t) (t counterclockwise quarter turns), as a (view, view) table.
+        self._padded_side = size + 2 * self.half
+        cells = np.arange(view * view).reshape(view, view)
+        self._turned = [
+            jnp.asarray((np.rot90(cells, t) // view) * self._padded_side + np.rot90(cells, t) % view, jnp.int32)
+            for t in range(4)
+        ]
         self._starts_per_side = size // 2
         self._units = tuple(a for a in range(1, starts + 1) if math.gcd(a, starts) == 1)
 
@@ -175,7 +185,7 @@ class Arena(Env):
             req(params, name, 0 <= float(getattr(params, name)) <= 1, "a number from 0 to 1")
         if not self.bot_policy:
             req(params, "policy_share", float(params.policy_share) == 0, "0 without env.bot_policy=RUN_DIR")
-        for name in ("reward_win", "reward_death", "reward_food", "reward_step"):
+        for name in ("reward_win", "reward_death", "reward_food", "reward_step", "reward_outlive"):
             req(params, name, finite32(getattr(params, name)), "a finite float32")
 
     @property
@@ -222,9 +232,8 @@ class Arena(Env):
         for j in range(SPAWN_CAP):
             word = hash32(noise ^ jnp.uint32(0x27D4EB2F * (j + 1) & 0xFFFFFFFF))
             score = jnp.where(free, (word >> 1).astype(jnp.int32), -1)
-            pick_cell = jnp.argmax(score)
-            place = (j < count) & (score[pick_cell] >= 0)
-            chosen = (self._cells == pick_cell) & place
+            place = (j < count) & (jnp.max(score) >= 0)
+            chosen = (self._cells == jnp.argmax(score)) & place
             food, free = food | chosen, free & ~chosen
         return food
 
@@ -276,7 +285,7 @@ class Arena(Env):
 
         A move dies for certain when it leaves the board or enters a cell whose count stays above 0
         (life >= 2). Each bot ranks its three forward moves: certain death last, then (greedy) a cell
-        next to the head of a snake at least as long, then (greedy) the path length to food; ties at random.
+        next to the head of a longer snake, then (greedy) the path length to food; ties at random.
         """
         turns = [(state.heading + t) % 4 for t in (-1, 0, 1)]  # left, straight, right
         targets = [self._target(state.head, d) for d in turns]
@@ -284,11 +293,7 @@ class Arena(Env):
         dist = self.food_distance(state, jnp.concatenate(targets))
         jitter = (self.uniform(key, self.BOT_SALT, 3 * self.num_snakes).reshape(3, -1) * 0.5).astype(jnp.float32)
         rows, cols = state.head // self.size, state.head % self.size
-        rivals = (
-            state.alive[None, :]
-            & (state.length[None, :] >= state.length[:, None])
-            & ~jnp.eye(self.num_snakes, dtype=bool)
-        )  # (me, them)
+        rivals = state.alive[None, :] & (state.length[None, :] > state.length[:, None])  # (me, them): longer
         scores = []
         for i, target in enumerate(targets):
             dies = (target < 0) | self._at(stays, target)
@@ -397,6 +402,8 @@ class Arena(Env):
         was = old.alive[:n]
         reward = jnp.where(eats[:n], params.reward_food, params.reward_step)
         reward = jnp.where(won[:n], params.reward_win, reward)
+        others = jnp.sum(dies) - dies[:n]
+        reward = reward + params.reward_outlive * others.astype(jnp.float32)
         reward = jnp.where(dies[:n], params.reward_death, reward)
         reward = jnp.where(was, reward, 0.0).astype(jnp.float32)
         winner = jnp.where(jnp.any(won), jnp.argmax(won), -1)
@@ -481,13 +488,13 @@ class Arena(Env):
             | (jnp.minimum(head_length, 1023) << 8)
         ).reshape(self.size, self.size)
         wall = jnp.int32(1 << 18)
-        padded = jnp.pad(word, self.half, constant_values=wall)
+        padded = jnp.pad(word, self.half, constant_values=wall).reshape(-1)
         views = []
         for k in snakes:
+            # One gather per snake: its crop already turned, from a static table of offsets per heading.
             r, c = state.head[k] // self.size, state.head[k] % self.size
-            crop = jax.lax.dynamic_slice(padded, (r, c), (self.view, self.view))
-            turned = [jnp.rot90(crop, t) for t in range(4)]
-            crop = jnp.select([state.heading[k] == t for t in range(3)], turned[:3], turned[3])
+            offsets = jnp.select([state.heading[k] == t for t in range(3)], self._turned[:3], self._turned[3])
+            crop = padded[r * self._padded_side + c + offsets]
             owner = crop & 63
             is_head = (crop >> 6) & 1 == 1
             mine = owner == k + 1

@@ -2,14 +2,18 @@
 
 - Env only (the harness of `bench.parts.env`: random learner actions, auto-reset, the observation
   consumed): the 4-snake 11x11 arena with 3 greedy bots and with 4 learners and no bots, 32 snakes
-  on 19x19 (31 greedy bots), and jaxrl's Snake alone on 11x11 at the same num_envs. A snake-step is
-  one snake of a game moving once: a game step of the 4-snake arena is 4 snake-steps. The headline
-  is the arena's snake-steps/s over Snake's steps/s, each at its best num_envs.
+  on 19x19 (31 greedy bots), and jaxrl's Snake alone at the same num_envs, twice: on 11x11 with the
+  turned view and relative actions (as the arena's learner plays), and with its defaults (10x10,
+  the whole board as it lies, absolute moves: its fastest). A snake-step is one snake of a game
+  moving once: a game step of the 4-snake arena is 4 snake-steps. The headline is the arena's
+  snake-steps/s over each Snake's steps/s, each at its best num_envs.
 - Bots: each kind in the first seat against 3 of each kind, 4 snakes on 11x11, a game ending when the
   first seat dies (as a learner's does): its win rate (last snake standing), mean placement and length.
 - PPO: steps/s of the shipped `env=arena` config (one compiled chunk, after compile).
-- PufferLib's Snake (C, many snakes on one big map) is not measured: `pufferlib` is not installed here (its
-  wheels build C extensions and pull torch); the report quotes its published figure, labelled as such.
+- PufferLib's Snake (C, many snakes on one big map) is not measured: it does not install here. pufferlib 3.0.0
+  is an sdist whose build downloads its C dependencies (raylib) from the internet, which fails offline;
+  pufferlib-core 3.0.23, the only wheel, ships no Ocean envs (no Snake) and pins torch 2.9.0. The report
+  quotes PufferLib's published figure, labelled as such (checked 2026-11-26).
 
 On its own: python -m bench.parts.arena [--quick]
 """
@@ -35,6 +39,10 @@ from jaxrl import envs
 NAME = "arena"
 TITLE = "Arena: snake-steps/s beside Snake alone, bots against bots, PPO"
 PUFFERLIB_PUBLISHED = "over 10M env steps/s per CPU core (PufferLib's own figure for its C Snake; not measured here)"
+PUFFERLIB_MISSING = (
+    "PufferLib's Snake does not install here (pufferlib 3.0.0 builds from source and downloads raylib; "
+    "pufferlib-core has no Snake)"
+)
 KINDS = ("greedy", "random_safe")
 
 
@@ -58,16 +66,19 @@ def arena_run(n: int, steps: int, **settings: Any):
     return jax.jit(run)
 
 
-def snake_run(n: int, steps: int, size: int):
-    """Snake alone on the same harness (relative actions and the turned view, as the arena's learners play)."""
-    env, params = envs.make("snake", size=size, view="ego", actions="relative")
+def snake_run(n: int, steps: int, size: int, ego: bool = True):
+    """Snake alone on the same harness: relative actions and the turned view, as the arena's learners play
+    (`ego`), or the env's defaults (the whole board as it lies, four absolute moves)."""
+    settings = {"view": "ego", "actions": "relative"} if ego else {}
+    env, params = envs.make("snake", size=size, **settings)
+    num_actions = env.action_space(params).n
 
     def run(key):
         _obs, state = jax.vmap(env.reset, in_axes=(0, None))(jax.random.split(key, n), params)
 
         def body(carry, key):
             state, acc = carry
-            actions, keys = actions_and_keys(key, n, 3)
+            actions, keys = actions_and_keys(key, n, num_actions)
             obs, state, reward, _, _, _ = jax.vmap(env.step, in_axes=(0, 0, 0, None))(keys, state, actions, params)
             return (state, acc + consume(obs) + reward.sum()), None
 
@@ -80,7 +91,7 @@ def snake_run(n: int, steps: int, size: int):
 def cases() -> list[dict[str, Any]]:
     """(label, snakes per game, builder (n, steps) -> jitted run)."""
     return [
-        {"label": "Snake alone 11x11", "snakes": 1, "build": lambda n, s: snake_run(n, s, 11)},
+        {"label": "Snake alone 11x11, turned view", "snakes": 1, "build": lambda n, s: snake_run(n, s, 11)},
         {"label": "arena 11x11, 1 learner + 3 greedy bots", "snakes": 4, "build": lambda n, s: arena_run(n, s)},
         {
             "label": "arena 11x11, 4 learners, no bots",
@@ -92,6 +103,7 @@ def cases() -> list[dict[str, Any]]:
             "snakes": 32,
             "build": lambda n, s: arena_run(n, s, size=19, num_snakes=32),
         },
+        {"label": "Snake alone 10x10, its defaults", "snakes": 1, "build": lambda n, s: snake_run(n, s, 10, False)},
     ]
 
 
@@ -169,7 +181,7 @@ def run(ctx: Context) -> dict[str, Any]:
     out["ppo"]["config"] = "env=arena (configs/tuned/ppo_arena.yaml)"
     ctx.say(f"PPO on the arena: {fmt_rate(out['ppo']['sps'])} steps/s (compile {out['ppo']['compile_s']:.1f} s)")
     out["pufferlib"] = PUFFERLIB_PUBLISHED
-    ctx.skip(f"PufferLib Snake: `pufferlib` is not installed here; quoting {PUFFERLIB_PUBLISHED}")
+    ctx.skip(f"{PUFFERLIB_MISSING}; quoting {PUFFERLIB_PUBLISHED}")
     out["headlines"] = headlines(out)
     return out
 
@@ -182,12 +194,14 @@ def headlines(out: dict[str, Any]) -> list[dict[str, str]]:
     labels = [c["label"] for c in cases()]
     alone, n_alone = best(out["env"], labels[0])
     arena, n_arena = best(out["env"], labels[1])
+    default, n_default = best(out["env"], labels[4])
     greedy = next(r for r in out["bots"] if r["seat"] == "greedy" and r["against"] == "3 greedy")
     return [
         {
             "what": "Arena 11x11, 4 snakes (3 greedy bots), env only, best num_envs",
-            "figure": f"{fmt_rate(arena)} snake-steps/s at {n_arena:,} games; Snake alone 11x11 {fmt_rate(alone)}"
-            f" steps/s at {n_alone:,} ({fmt_ratio(arena / alone)})",
+            "figure": f"{fmt_rate(arena)} snake-steps/s at {n_arena:,} games; Snake alone 11x11 with the turned view"
+            f" {fmt_rate(alone)} at {n_alone:,} ({fmt_ratio(arena / alone)}); Snake's defaults (10x10, whole board)"
+            f" {fmt_rate(default)} at {n_default:,} ({fmt_ratio(arena / default)})",
         },
         {
             "what": "Arena bots: a greedy bot against 3 greedy bots",
@@ -200,12 +214,13 @@ def headlines(out: dict[str, Any]) -> list[dict[str, str]]:
 def report(result: dict[str, Any]) -> str:
     labels = [c["label"] for c in cases()]
     md = ["**Env only, snake-steps/s** (a game step of a 4-snake arena is 4 snake-steps; compile s in brackets)\n"]
-    head = ["num_envs", *labels, "arena 4 / Snake alone"]
+    head = ["num_envs", *labels, "arena 4 / Snake alone turned", "arena 4 / Snake defaults"]
     md += ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for r in result["env"]:
         cells = [f"{r['n_envs']:,}"]
         cells += [f"{fmt_rate(r['snake_sps'][k])} ({r['compile_s'][k]:.1f} s)" for k in labels]
         cells.append(fmt_ratio(r["snake_sps"][labels[1]] / r["snake_sps"][labels[0]]))
+        cells.append(fmt_ratio(r["snake_sps"][labels[1]] / r["snake_sps"][labels[4]]))
         md.append("| " + " | ".join(cells) + " |")
     md += ["", "**Bots against bots** (the first seat's figures; 4 snakes on 11x11)\n"]
     md += ["| first seat | against | win rate | placement | length | games |", "|---|---|---|---|---|---|"]
@@ -216,7 +231,7 @@ def report(result: dict[str, Any]) -> str:
         )
     ppo = result["ppo"]
     md += ["", f"**PPO** ({ppo['config']}): {fmt_rate(ppo['sps'])} steps/s, compile {ppo['compile_s']:.1f} s", ""]
-    md += [f"**PufferLib's Snake**: {result['pufferlib']}.", ""]
+    md += [f"**PufferLib's Snake**: {PUFFERLIB_MISSING}; {result['pufferlib']}.", ""]
     return "\n".join(md)
 
 

@@ -76,6 +76,17 @@ def test_figures_are_the_ones_measured(smoke_run):
             assert greedy["episodes"] == 4 and 0 <= greedy["wins"] <= 4
             assert greedy["score_min"] <= greedy["score_mean"] <= greedy["score_max"]
             assert greedy["checkpoint_step"] == run["steps"]
+    arena = json.loads((out / "arena.json").read_text())["result"]
+    for row in arena["env"]:
+        assert all(v > 0 for v in row["snake_sps"].values()) and all(v > 0 for v in row["compile_s"].values())
+    assert [(r["seat"], r["against"]) for r in arena["bots"]] == [
+        ("greedy", "3 greedy"),
+        ("greedy", "3 random_safe"),
+        ("random_safe", "3 greedy"),
+        ("random_safe", "3 random_safe"),
+    ]
+    assert all(0 <= r["win_rate"] <= 1 and 1 <= r["placement"] <= 4 for r in arena["bots"])
+    assert arena["ppo"]["sps"] > 0
     algos = json.loads((out / "algos.json").read_text())["result"]
     assert [r["network"] for r in algos["grid"]] == ["cnn", "cnn + gru", "cnn, the GRU's wall-clock"]
     assert [r["algo"] for r in algos["q_grid"]] == ["dqn", "pqn"] and all(r["sps"] > 0 for r in algos["q_grid"])

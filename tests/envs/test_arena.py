@@ -93,12 +93,12 @@ def test_starving_at_zero_health_unless_the_step_eats():
 def test_the_last_learner_alone_wins_and_a_dead_learners_rewards_stop():
     env = Arena(size=7, num_snakes=3, num_agents=2)
     learner, other, bot = [(1, 1), (1, 0), (0, 0)], [(0, 5), (1, 5), (2, 5)], [(5, 6), (5, 5), (5, 4)]
-    params = env.default_params.replace(reward_win=5.0, reward_death=-2.0, reward_step=0.1)
+    params = env.default_params.replace(reward_win=5.0, reward_death=-2.0, reward_step=0.1, reward_outlive=0.5)
     state = env.make_state([learner, other, bot])
     _, s, reward, over, info = advance(env, state, [RIGHT, UP, UP], params)  # the second learner leaves the board
-    assert np.asarray(reward).tolist() == pytest.approx([0.1, -2.0]) and not bool(over)
+    assert np.asarray(reward).tolist() == pytest.approx([0.1 + 0.5, -2.0]) and not bool(over)
     _, s, reward, over, info = advance(env, s, [DOWN, UP, RIGHT], params)  # the bot leaves the board
-    assert np.asarray(reward).tolist() == pytest.approx([5.0, 0.0]) and bool(over) and bool(info["won"])
+    assert np.asarray(reward).tolist() == pytest.approx([5.0 + 0.5, 0.0]) and bool(over) and bool(info["won"])
     assert int(info["winner"]) == 0 and np.asarray(s.placement).tolist() == [1, 3, 2]
 
 
@@ -393,3 +393,31 @@ def test_default_params_fill_the_board_with_bots():
     assert isinstance(params, ArenaParams) and params.num_bots == 4
     obs, _ = env.reset(jax.random.key(0), params)
     assert obs.shape == (2, 11, 11, 7) and obs.dtype == jnp.uint8
+
+
+def test_a_curriculum_over_the_bots_trains_with_one_compiled_chunk(tmp_path, monkeypatch):
+    import csv
+
+    from jaxrl.train import main
+    from tests.helpers import count_traces
+
+    traces = count_traces(monkeypatch)
+    phases = "[{steps: 2048, num_bots: 0}, {steps: 2048, num_bots: 1, greedy_share: 0}, {num_bots: 3}]"
+    args = ["env=arena", "env.view=5", "num_envs=16", "algo.num_steps=16", "total_timesteps=6144", "num_chunks=6"]
+    args += ["algo.hidden=[16]", f"curriculum={phases}", f"run_dir={tmp_path / 'run'}", "progress=false"]
+    assert main(args) == 0
+    assert len(traces) == 1, "every phase ran the same compiled chunk"
+    with open(tmp_path / "run" / "metrics.csv") as f:
+        rows = list(csv.DictReader(f))
+    by_phase = {r["phase"]: r for r in rows}
+    assert set(by_phase) == {"1", "2", "3"}
+    assert float(by_phase["1"]["win_rate"]) == 0.0, "alone on the board nobody wins"
+    assert float(by_phase["3"]["placement"]) > 1.5, "a barely trained snake among 3 greedy bots places low"
+
+
+def test_bad_curriculum_bot_counts_are_one_line(tmp_path, capsys):
+    from jaxrl.train import main
+
+    code = main(["env=arena", "curriculum=[{steps: 100, num_bots: 5}, {}]", f"run_dir={tmp_path / 'never'}"])
+    err = capsys.readouterr().err
+    assert code == 2 and "curriculum phase 1: num_bots=5 is invalid: must be an integer from 0 to" in err, err

@@ -14,6 +14,14 @@ TINY += ["progress=false", "algo.hidden=[16]"]
 
 
 @pytest.fixture(scope="module")
+def grid_run(tmp_path_factory):
+    run_dir = tmp_path_factory.mktemp("grid") / "grid"
+    assert main(["env=grid", "num_envs=4", "algo.num_steps=8", "total_timesteps=32", "num_chunks=1", "progress=false",
+                 f"run_dir={run_dir}"]) == 0  # fmt: skip
+    return run_dir
+
+
+@pytest.fixture(scope="module")
 def bot_run(tmp_path_factory):
     run_dir = tmp_path_factory.mktemp("bots") / "last_week"
     assert main([*TINY, f"run_dir={run_dir}"]) == 0
@@ -57,11 +65,50 @@ def test_bad_bot_runs_are_one_line_and_write_nothing(bot_run, tmp_path, capsys, 
     assert err.count("\n") == 1 and not (tmp_path / "never").exists()
 
 
-def test_a_bot_run_from_another_env_is_refused(tmp_path, capsys):
-    grid = tmp_path / "grid"
-    assert main(["env=grid", "num_envs=4", "algo.num_steps=8", "total_timesteps=32", "num_chunks=1", "progress=false",
-                 f"run_dir={grid}"]) == 0  # fmt: skip
+def test_a_bot_run_from_another_env_is_refused(grid_run, tmp_path, capsys):
     capsys.readouterr()
-    code = main([*TINY, f"env.bot_policy={grid}", f"run_dir={tmp_path / 'never'}"])
+    code = main([*TINY, f"env.bot_policy={grid_run}", f"run_dir={tmp_path / 'never'}"])
     err = capsys.readouterr().err
     assert code == 2 and "trained on env=grid; a bot policy must come from an arena run" in err, err
+
+
+def test_eval_plays_against_the_bot_kind_and_count_asked_for(bot_run, tmp_path, capsys):
+    from jaxrl.eval import main as eval_main
+
+    out = tmp_path / "replay.gif"
+    assert eval_main([str(bot_run), "episodes=20", "opponents=random_safe", "num_bots=1", f"out={out}"]) == 0
+    text = capsys.readouterr().out
+    assert "against: 1 bots, random_safe" in text and "placement mean" in text and "placements (place:games)" in text
+    result = jaxrl.load(bot_run).evaluate(episodes=20)  # as trained: 3 greedy bots
+    assert result["env_params"]["num_bots"] == 3 and result["env_params"]["greedy_share"] == 1.0
+    assert sum(result["placement_histogram"]["counts"]) == 20 and set(result["placement_histogram"]["bins"]) <= {
+        1,
+        2,
+        3,
+        4,
+    }
+    assert 0 <= result["win_rate"] <= 1 and result["kills"]["min"] >= 0
+    assert out.read_bytes()[:6] == b"GIF89a"
+
+
+@pytest.mark.parametrize(
+    "setting,expected",
+    [
+        ("opponents=smart", "opponents=smart is invalid: allowed greedy, random_safe or a run directory"),
+        ("num_bots=4", "num_bots=4 is invalid: the run's arena has room for 0 to 3 bots"),
+    ],
+)
+def test_eval_refuses_unknown_opponents_in_one_line(bot_run, capsys, setting, expected):
+    from jaxrl.eval import main as eval_main
+
+    assert eval_main([str(bot_run), "episodes=2", setting]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and expected in err and err.count("\n") == 1, err
+
+
+def test_eval_opponents_apply_to_the_arena_only(grid_run, capsys):
+    from jaxrl.eval import main as eval_main
+
+    capsys.readouterr()
+    assert eval_main([str(grid_run), "episodes=2", "opponents=greedy"]) == 2
+    assert "opponents= and num_bots= apply to the arena only, not to grid" in capsys.readouterr().err
