@@ -115,7 +115,7 @@ def test_a_second_run_keeps_the_first_runs_files(smoke_run):
 def test_bad_arguments_are_one_line(tmp_path):
     proc = bench("--only", "envs", "--out", str(tmp_path / "x"))
     assert proc.returncode != 0 and "Traceback" not in proc.stderr
-    assert "'envs' is not a part: choose from env, train, memory, score, precision" in proc.stderr
+    assert "'envs' is not a part: choose from env, arena, train, memory, score, precision" in proc.stderr
     afile = tmp_path / "file"
     afile.write_text("keep me")
     proc = bench("--only", "env", "--out", str(afile))

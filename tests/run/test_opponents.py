@@ -28,6 +28,7 @@ def bot_run(tmp_path_factory):
     return run_dir
 
 
+@pytest.mark.slow
 def test_a_run_trained_against_a_frozen_run_plays_against_its_greedy_policy(bot_run, tmp_path, capsys):
     run_dir = tmp_path / "this_week"
     assert main([*TINY, f"env.bot_policy={bot_run}", f"run_dir={run_dir}"]) == 0
@@ -53,11 +54,16 @@ def test_a_run_trained_against_a_frozen_run_plays_against_its_greedy_policy(bot_
     "setting,expected",
     [
         ("env.bot_policy={missing}", "is not a jaxrl run with checkpoints"),
-        ("env.bot_policy={bot_run} env.view=7", "sees (5, 5, 7) views; this arena's learners see (7, 7, 7)"),
+        pytest.param(
+            "env.bot_policy={bot_run} env.view=7",
+            "sees (5, 5, 7) views; this arena's learners see (7, 7, 7)",
+            marks=pytest.mark.slow,
+        ),
         ("env.policy_share=0.5", "policy_share=0.5 is invalid: must be 0 without env.bot_policy=RUN_DIR"),
     ],
 )
-def test_bad_bot_runs_are_one_line_and_write_nothing(bot_run, tmp_path, capsys, setting, expected):
+def test_bad_bot_runs_are_one_line_and_write_nothing(request, tmp_path, capsys, setting, expected):
+    bot_run = request.getfixturevalue("bot_run") if "{bot_run}" in setting else None
     args = setting.format(missing=tmp_path / "nowhere", bot_run=bot_run).split()
     code = main([*TINY, *args, f"run_dir={tmp_path / 'never'}"])
     err = capsys.readouterr().err
@@ -65,6 +71,7 @@ def test_bad_bot_runs_are_one_line_and_write_nothing(bot_run, tmp_path, capsys, 
     assert err.count("\n") == 1 and not (tmp_path / "never").exists()
 
 
+@pytest.mark.slow
 def test_a_bot_run_from_another_env_is_refused(grid_run, tmp_path, capsys):
     capsys.readouterr()
     code = main([*TINY, f"env.bot_policy={grid_run}", f"run_dir={tmp_path / 'never'}"])
@@ -72,6 +79,7 @@ def test_a_bot_run_from_another_env_is_refused(grid_run, tmp_path, capsys):
     assert code == 2 and "trained on env=grid; a bot policy must come from an arena run" in err, err
 
 
+@pytest.mark.slow
 def test_eval_plays_against_the_bot_kind_and_count_asked_for(bot_run, tmp_path, capsys):
     from jaxrl.eval import main as eval_main
 
@@ -98,6 +106,7 @@ def test_eval_plays_against_the_bot_kind_and_count_asked_for(bot_run, tmp_path, 
         ("num_bots=4", "num_bots=4 is invalid: the run's arena has room for 0 to 3 bots"),
     ],
 )
+@pytest.mark.slow
 def test_eval_refuses_unknown_opponents_in_one_line(bot_run, capsys, setting, expected):
     from jaxrl.eval import main as eval_main
 
@@ -106,6 +115,7 @@ def test_eval_refuses_unknown_opponents_in_one_line(bot_run, capsys, setting, ex
     assert err.startswith("error: ") and expected in err and err.count("\n") == 1, err
 
 
+@pytest.mark.slow
 def test_eval_opponents_apply_to_the_arena_only(grid_run, capsys):
     from jaxrl.eval import main as eval_main
 
