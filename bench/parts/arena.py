@@ -32,7 +32,7 @@ import jax.numpy as jnp
 import numpy as np
 from jaxrl.bench import machine
 from jaxrl.bench.common import Context, best_times, compile_timed, fmt_rate, fmt_ratio, log_axes, save_figure
-from jaxrl.bench.parts.env import actions_and_keys, consume
+from jaxrl.bench.parts.env import actions_and_keys, consume, gymnax_env
 
 from jaxrl import envs
 
@@ -70,22 +70,7 @@ def snake_run(n: int, steps: int, size: int, ego: bool = True):
     """Snake alone on the same harness: relative actions and the turned view, as the arena's learners play
     (`ego`), or the env's defaults (the whole board as it lies, four absolute moves)."""
     settings = {"view": "ego", "actions": "relative"} if ego else {}
-    env, params = envs.make("snake", size=size, **settings)
-    num_actions = env.action_space(params).n
-
-    def run(key):
-        _obs, state = jax.vmap(env.reset, in_axes=(0, None))(jax.random.split(key, n), params)
-
-        def body(carry, key):
-            state, acc = carry
-            actions, keys = actions_and_keys(key, n, num_actions)
-            obs, state, reward, _, _, _ = jax.vmap(env.step, in_axes=(0, 0, 0, None))(keys, state, actions, params)
-            return (state, acc + consume(obs) + reward.sum()), None
-
-        (_, acc), _ = jax.lax.scan(body, (state, jnp.float32(0)), jax.random.split(key, steps))
-        return acc
-
-    return jax.jit(run)
+    return gymnax_env("snake", n, steps, size=size, **settings)
 
 
 def cases() -> list[dict[str, Any]]:

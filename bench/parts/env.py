@@ -212,9 +212,10 @@ def xminigrid_empty(board: int, n: int, steps: int):
     return jax.jit(run)
 
 
-def gymnax_env(name: str, n: int, steps: int):
-    """A gymnax env by id (CartPole-v1, ...), through `envs.make`, stepped like ours."""
-    env, params = envs.make(name)
+def gymnax_env(name: str, n: int, steps: int, **settings: Any):
+    """Any registered env or gymnax id (CartPole-v1, ...) with its constructor settings, through `envs.make`,
+    stepped like ours with uniform random actions."""
+    env, params = envs.make(name, **settings)
     num_actions = env.action_space(params).n
 
     def run(key):
