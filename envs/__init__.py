@@ -47,6 +47,7 @@ if "gymnax" not in sys.modules:
     _import_gymnax()
 
 from jaxrl.envs.arena import Arena  # after gymnax: the envs import it
+from jaxrl.envs.arena_open import OpenArena
 from jaxrl.envs.grid import GridWorld
 from jaxrl.envs.registry import EnvSettingError, EnvSpec, UnknownEnvError, make, register, registered_names, spec
 from jaxrl.envs.snake import Snake
@@ -54,6 +55,7 @@ from jaxrl.envs.snake import Snake
 register("snake", Snake)
 register("grid", GridWorld)
 register("arena", Arena)
+register("arena_open", OpenArena)
 
 
 def to_gymnasium(name: str, render_mode: str | None = None, **settings):
@@ -75,6 +77,7 @@ __all__ = [
     "EnvSettingError",
     "EnvSpec",
     "GridWorld",
+    "OpenArena",
     "Snake",
     "UnknownEnvError",
     "make",

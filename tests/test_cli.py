@@ -71,7 +71,7 @@ def test_gymnax_id_runs(tmp_path):
 @pytest.mark.parametrize(
     "args,expected",
     [
-        (["env=snak"], "unknown env 'snak'; valid: snake, grid, arena, CartPole-v1"),
+        (["env=snak"], "unknown env 'snak'; valid: snake, grid, arena, arena_open, CartPole-v1"),
         (["num_envz=4"], "unknown setting 'num_envz'"),
         (["num_envs=-4"], "num_envs=-4 is invalid: must be an integer from 1 to 2147483647"),
         (["algo.lr=banana"], "bad override 'algo.lr=banana'"),

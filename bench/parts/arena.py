@@ -10,6 +10,9 @@
 - Bots: each kind in the first seat against 3 of each kind, 4 snakes on 11x11, a game ending when the
   first seat dies (as a learner's does): its win rate (last snake standing), mean placement and length.
 - PPO: steps/s of the shipped `env=arena` config (one compiled chunk, after compile).
+- PufferLib's configuration: `env=arena_open` (envs/arena_open.py) on PufferLib Snake's default map per
+  env (640x360, 256 snakes, 4096 food, an 11x11 crop: its vision 5), env only against the number of
+  worlds, snake-steps/s in all and per core (in all / the machine's cores).
 - PufferLib's Snake (C, many snakes on one big map) is not measured: it does not install here. pufferlib 3.0.0
   is an sdist whose build downloads its C dependencies (raylib) from the internet, which fails offline;
   pufferlib-core 3.0.23, the only wheel, ships no Ocean envs (no Snake) and pins torch 2.9.0. The report
@@ -64,6 +67,60 @@ def arena_run(n: int, steps: int, **settings: Any):
         return acc
 
     return jax.jit(run)
+
+
+PUFFERLIB_MAP = {"width": 640, "height": 360, "num_snakes": 256, "num_food": 4096, "view": 11}
+
+
+def open_run(n: int, steps: int, **settings: Any):
+    """`steps` steps of `n` open-arena worlds with random actions for every snake, observations consumed."""
+    env, params = envs.make("arena_open", **settings)
+
+    def run(key):
+        _obs, state = jax.vmap(env.reset, in_axes=(0, None))(jax.random.split(key, n), params)
+
+        def body(carry, key):
+            state, acc = carry
+            actions, keys = actions_and_keys(key, n * env.num_snakes, 3)
+            actions = actions.reshape(n, env.num_snakes)
+            obs, state, reward, _, _, _ = jax.vmap(env.step, in_axes=(0, 0, 0, None))(keys[:n], state, actions, params)
+            return (state, acc + consume(obs) + reward.sum()), None
+
+        (_, acc), _ = jax.lax.scan(body, (state, jnp.float32(0)), jax.random.split(key, steps))
+        return acc
+
+    return jax.jit(run)
+
+
+def open_speed(ctx: Context) -> list[dict[str, Any]]:
+    """The open arena on PufferLib's map (a small map in smoke runs) against the number of worlds."""
+    settings = ctx.pick(
+        {"width": 32, "height": 24, "num_snakes": 16, "num_food": 32, "view": 11}, PUFFERLIB_MAP, PUFFERLIB_MAP
+    )
+    worlds = ctx.pick([1], [1, 2, 4], [1, 2, 4, 16])
+    steps = ctx.pick(20, 200, 500)
+    cores = max(1, int(ctx.machine.get("cores") or 1))
+    rows = []
+    for n in worlds:
+        fn, compile_s = compile_timed(open_run(n, steps, **settings), jax.random.key(0))
+        seconds = best_times({"open": lambda i, fn=fn: fn(jax.random.key(i))}, ctx.pick(1, 2, 3))["open"]
+        rate = n * steps * settings["num_snakes"] / seconds
+        rows.append(
+            {
+                "worlds": n,
+                "steps_per_call": steps,
+                "snake_sps": rate,
+                "per_core": rate / cores,
+                "compile_s": compile_s,
+                "settings": settings,
+                "cores": cores,
+            }
+        )
+        ctx.say(
+            f"open arena {settings['width']}x{settings['height']}, {settings['num_snakes']} snakes, {n} worlds:"
+            f" {fmt_rate(rate)} snake-steps/s ({fmt_rate(rate / cores)} per core)"
+        )
+    return rows
 
 
 def snake_run(n: int, steps: int, size: int, ego: bool = True):
@@ -162,7 +219,12 @@ def ppo_speed(ctx: Context) -> dict[str, Any]:
 
 
 def run(ctx: Context) -> dict[str, Any]:
-    out: dict[str, Any] = {"env": env_speed(ctx), "bots": bot_table(ctx), "ppo": ppo_speed(ctx)}
+    out: dict[str, Any] = {
+        "env": env_speed(ctx),
+        "open": open_speed(ctx),
+        "bots": bot_table(ctx),
+        "ppo": ppo_speed(ctx),
+    }
     out["ppo"]["config"] = "env=arena (configs/tuned/ppo_arena.yaml)"
     ctx.say(f"PPO on the arena: {fmt_rate(out['ppo']['sps'])} steps/s (compile {out['ppo']['compile_s']:.1f} s)")
     out["pufferlib"] = PUFFERLIB_PUBLISHED
@@ -181,6 +243,7 @@ def headlines(out: dict[str, Any]) -> list[dict[str, str]]:
     arena, n_arena = best(out["env"], labels[1])
     default, n_default = best(out["env"], labels[4])
     greedy = next(r for r in out["bots"] if r["seat"] == "greedy" and r["against"] == "3 greedy")
+    top = max(out["open"], key=lambda r: r["snake_sps"])
     return [
         {
             "what": "Arena 11x11, 4 snakes (3 greedy bots), env only, best num_envs",
@@ -193,6 +256,11 @@ def headlines(out: dict[str, Any]) -> list[dict[str, str]]:
             "figure": f"wins {greedy['win_rate']:.1%} of {greedy['games']:,} games, placement {greedy['placement']:.2f}",
         },
         {"what": "PPO on the arena (shipped config)", "figure": f"{fmt_rate(out['ppo']['sps'])} steps/s"},
+        {
+            "what": "Open arena on PufferLib Snake's map (640x360, 256 snakes, 11x11 crop), env only",
+            "figure": f"{fmt_rate(top['snake_sps'])} snake-steps/s at {top['worlds']} worlds"
+            f" ({fmt_rate(top['per_core'])} per core); PufferLib: {PUFFERLIB_PUBLISHED}",
+        },
     ]
 
 
@@ -216,7 +284,15 @@ def report(result: dict[str, Any]) -> str:
         )
     ppo = result["ppo"]
     md += ["", f"**PPO** ({ppo['config']}): {fmt_rate(ppo['sps'])} steps/s, compile {ppo['compile_s']:.1f} s", ""]
-    md += [f"**PufferLib's Snake**: {PUFFERLIB_MISSING}; {result['pufferlib']}.", ""]
+    md += ["**Open arena** (`env=arena_open`, every snake a learner, env only)\n"]
+    md += ["| map | snakes | worlds | snake-steps/s | per core | compile |", "|---|---|---|---|---|---|"]
+    for r in result["open"]:
+        m = r["settings"]
+        md.append(
+            f"| {m['width']}x{m['height']}, {m['num_food']} food, view {m['view']} | {m['num_snakes']} | {r['worlds']}"
+            f" | {fmt_rate(r['snake_sps'])} | {fmt_rate(r['per_core'])} | {r['compile_s']:.1f} s |"
+        )
+    md += ["", f"**PufferLib's Snake**: {PUFFERLIB_MISSING}; {result['pufferlib']}.", ""]
     return "\n".join(md)
 
 

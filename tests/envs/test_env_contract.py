@@ -21,6 +21,7 @@ CASES = [
     ("grid", {"num_agents": 4}),
     ("arena", {}),
     ("arena", {"size": 9, "num_snakes": 6, "num_agents": 2, "view": 5}),
+    ("arena_open", {"width": 24, "height": 16, "num_snakes": 12, "num_food": 16, "view": 7}),
 ]
 assert {name for name, _ in CASES} == set(OUR_ENVS), "every env of ours needs a contract case"
 
