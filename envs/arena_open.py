@@ -357,8 +357,8 @@ class OpenArena(Env):
         turned = [jnp.rot90(code, t, axes=(1, 2)) for t in range(4)]
         code = jnp.select([(state.heading == t)[:, None, None] for t in range(3)], turned[:3], turned[3])
         bar = (self._reading_order[None, :] < state.health[:, None]).reshape(-1, self.view, self.view)
-        planes = [(code >> b) & 1 for b in range(6)] + [bar.astype(jnp.uint8)]
-        return jnp.stack(planes, axis=-1) * state.alive[:, None, None, None].astype(jnp.uint8)
+        code = (code | (bar.astype(jnp.uint8) << 6)) * state.alive[:, None, None].astype(jnp.uint8)
+        return (code[..., None] >> jnp.arange(len(CHANNELS), dtype=jnp.uint8)) & 1  # bit b -> channel b
 
     # -- pictures -------------------------------------------------------------------------
 
