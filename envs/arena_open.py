@@ -13,7 +13,7 @@ every per-step cost is per snake, never per cell:
   next step if that cell is taken), and eaten food is replaced on random free cells.
 The world never resets: an episode is a window of `max_steps_in_episode` steps of one
 continuing world (truncated, never terminated), so the value of the last observation is
-bootstrapped, and the board is built once.
+bootstrapped, and the board is built once. The stamps' clock is int32: a world runs 2**31 steps.
 """
 
 from __future__ import annotations

@@ -49,17 +49,19 @@ PUFFERLIB_MISSING = (
 KINDS = ("greedy", "random_safe")
 
 
-def arena_run(n: int, steps: int, **settings: Any):
-    """`steps` vector steps of `n` arena games with random learner actions, observations consumed."""
-    env, params = envs.make("arena", **settings)
+def world_run(name: str, n: int, steps: int, **settings: Any):
+    """`steps` vector steps of `n` games of env `name` (arena or arena_open) with random actions for its
+    learners (every snake of the open arena), observations consumed."""
+    env, params = envs.make(name, **settings)
+    agents = env.num_agents
 
     def run(key):
         _obs, state = jax.vmap(env.reset, in_axes=(0, None))(jax.random.split(key, n), params)
 
         def body(carry, key):
             state, acc = carry
-            actions, keys = actions_and_keys(key, n * env.num_agents, 3)
-            actions = actions.reshape(n, env.num_agents) if env.num_agents > 1 else actions
+            actions, keys = actions_and_keys(key, n * agents, 3)
+            actions = actions.reshape(n, agents) if agents > 1 else actions
             obs, state, reward, _, _, _ = jax.vmap(env.step, in_axes=(0, 0, 0, None))(keys[:n], state, actions, params)
             return (state, acc + consume(obs) + reward.sum()), None
 
@@ -67,29 +69,13 @@ def arena_run(n: int, steps: int, **settings: Any):
         return acc
 
     return jax.jit(run)
+
+
+def arena_run(n: int, steps: int, **settings: Any):
+    return world_run("arena", n, steps, **settings)
 
 
 PUFFERLIB_MAP = {"width": 640, "height": 360, "num_snakes": 256, "num_food": 4096, "view": 11}
-
-
-def open_run(n: int, steps: int, **settings: Any):
-    """`steps` steps of `n` open-arena worlds with random actions for every snake, observations consumed."""
-    env, params = envs.make("arena_open", **settings)
-
-    def run(key):
-        _obs, state = jax.vmap(env.reset, in_axes=(0, None))(jax.random.split(key, n), params)
-
-        def body(carry, key):
-            state, acc = carry
-            actions, keys = actions_and_keys(key, n * env.num_snakes, 3)
-            actions = actions.reshape(n, env.num_snakes)
-            obs, state, reward, _, _, _ = jax.vmap(env.step, in_axes=(0, 0, 0, None))(keys[:n], state, actions, params)
-            return (state, acc + consume(obs) + reward.sum()), None
-
-        (_, acc), _ = jax.lax.scan(body, (state, jnp.float32(0)), jax.random.split(key, steps))
-        return acc
-
-    return jax.jit(run)
 
 
 def open_speed(ctx: Context) -> list[dict[str, Any]]:
@@ -102,7 +88,7 @@ def open_speed(ctx: Context) -> list[dict[str, Any]]:
     cores = max(1, int(ctx.machine.get("cores") or 1))
     rows = []
     for n in worlds:
-        fn, compile_s = compile_timed(open_run(n, steps, **settings), jax.random.key(0))
+        fn, compile_s = compile_timed(world_run("arena_open", n, steps, **settings), jax.random.key(0))
         seconds = best_times({"open": lambda i, fn=fn: fn(jax.random.key(i))}, ctx.pick(1, 2, 3))["open"]
         rate = n * steps * settings["num_snakes"] / seconds
         rows.append(
