@@ -26,7 +26,7 @@ import numpy as np
 from flax import struct
 from gymnax.environments import environment, spaces
 from jaxrl.envs.arena import CHANNELS, SNAKE_COLOURS
-from jaxrl.envs.base import INT32_MAX, AgentsDiscrete, Env, finite32, whole
+from jaxrl.envs.base import INT32_MAX, AgentsDiscrete, Env, finite32, pick, whole
 
 OWNER = (1 << 13) - 1  # bits 0-12 of a cell's word: 1 + the snake whose head last entered it (0: none yet)
 FOOD = 1 << 13
@@ -75,8 +75,10 @@ class OpenArena(Env):
         (up to 16 per step). A dead body leaves the board at once (PufferLib's leaves food: not here).
     Observation: per snake `(view, view, 7)` uint8, the arena's channels (own body, other bodies,
         other heads, heads at least as long, food, wall, health bar), centred on its head and turned
-        so that it heads up; zeros while it waits to be born. Shape `(num_snakes, view, view, 7)`.
-    Actions: per snake `Discrete(3)` (0 turn left, 1 straight on, 2 turn right), shape `(num_snakes,)`.
+        so that it heads up; zeros while it waits to be born. Shape `(num_snakes, view, view, 7)` (one
+        snake: no agent axis, as in the arena and the grid).
+    Actions: per snake `Discrete(3)` (0 turn left, 1 straight on, 2 turn right), shape `(num_snakes,)`
+        (a scalar for one snake); rewards likewise.
     Reward: per snake `reward_food` for eating, `reward_death` on dying, `reward_step` otherwise; 0 while waiting.
     Episodes: never terminated; truncated every `max_steps_in_episode` steps (the world goes on).
     Info: `score` (the live snakes' mean length), `deaths` and `eaten` in the episode window.
@@ -114,10 +116,6 @@ class OpenArena(Env):
         self.side = width + 2 * self.half  # the padded board's row length
         self.num_cells = (height + 2 * self.half) * self.side
         self._steps = (-self.side, 1, self.side, -1)  # index offsets of up, right, down, left
-        # Offsets from the head of each cell of its crop, turned so that heading t points up (np.rot90 t times).
-        rel = np.arange(view * view).reshape(view, view)
-        rel = (rel // view - self.half) * self.side + rel % view - self.half
-        self._turned = jnp.asarray(np.stack([np.rot90(rel, t).reshape(-1) for t in range(4)]), jnp.int32)
         self._reading_order = jnp.arange(view * view, dtype=jnp.int32)
 
     @property
@@ -144,10 +142,11 @@ class OpenArena(Env):
 
     def action_space(self, params: EnvParams | None = None) -> spaces.Discrete:
         """`AgentsDiscrete(3, num_snakes)`: every snake learns."""
-        return AgentsDiscrete(3, self.num_snakes)
+        return spaces.Discrete(3) if self.num_snakes == 1 else AgentsDiscrete(3, self.num_snakes)
 
     def observation_space(self, params: EnvParams | None = None) -> spaces.Box:
-        return spaces.Box(0, 1, (self.num_snakes, self.view, self.view, len(CHANNELS)), jnp.uint8)
+        shape = (self.view, self.view, len(CHANNELS))
+        return spaces.Box(0, 1, shape if self.num_snakes == 1 else (self.num_snakes, *shape), jnp.uint8)
 
     # -- randomness and cells ------------------------------------------------------------
 
@@ -183,17 +182,17 @@ class OpenArena(Env):
 
     def step_env(self, key: jax.Array, state: EnvState, action: jax.Array, params: EnvParams):
         action = jnp.asarray(action, jnp.int32)
-        if action.shape != (self.num_snakes,):
+        if action.shape != (self.num_snakes,) and not (self.num_snakes == 1 and action.shape == ()):
             raise ValueError(
                 f"arena_open with num_snakes={self.num_snakes} takes actions of shape ({self.num_snakes},)"
             )
+        action = action.reshape(self.num_snakes)
         ids = jnp.arange(self.num_snakes, dtype=jnp.int32)
         nowhere = jnp.int32(self.num_cells)  # an index past the board: scatters drop it
         t1 = state.time + 1
         moving = state.alive
         direction = jnp.where(moving, (state.heading + action - 1) % 4, state.heading)
-        step = jnp.select([direction == d for d in range(3)], [jnp.int32(s) for s in self._steps[:3]], self._steps[3])
-        target = jnp.where(moving, state.head + step, state.head)
+        target = jnp.where(moving, state.head + pick(self._steps, direction), state.head)
         # The bodies of this step before the new heads: every tail moves on one cell (a stacked tail
         # stays: cut already counts it), the dead hold nothing.
         cut = jnp.where(moving, jnp.maximum(state.cut, t1 + 1 - state.length), INT32_MAX)
@@ -280,6 +279,7 @@ class OpenArena(Env):
             "deaths": new_state.deaths,
             "eaten": new_state.eaten,
         }
+        reward = reward[0] if self.num_snakes == 1 else reward
         return self.get_obs(new_state), new_state, reward, jnp.zeros((), bool), info
 
     def reset_env(self, key: jax.Array, params: EnvParams):
@@ -332,6 +332,10 @@ class OpenArena(Env):
     # -- observation ----------------------------------------------------------------------
 
     def get_obs(self, state: EnvState, params: EnvParams | None = None, key: jax.Array | None = None) -> jax.Array:
+        views = self.views(state)
+        return views[0] if self.num_snakes == 1 else views
+
+    def views(self, state: EnvState) -> jax.Array:
         """(num_snakes, view, view, 7) uint8: each snake's crop of the board (one window per snake), decoded
         to one byte per cell, turned so that it heads up, then a compare per channel."""
         rows, cols = state.head // self.side - self.half, state.head % self.side - self.half

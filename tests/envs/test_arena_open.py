@@ -273,3 +273,15 @@ def test_ppo_trains_every_snake_as_a_stream(tmp_path):
     assert float(rows[-1]["episodes"]) == 16  # each window of 16 steps ends an episode for each of the 2 x 8 snakes
     assert np.isfinite(float(rows[-1]["episode_return"])) and float(rows[-1]["episode_length"]) == 16
     assert 1 <= float(rows[-1]["score"]) < 20  # the live snakes' mean length at the windows' ends
+
+
+def test_one_snake_has_no_agent_axis_like_the_other_envs():
+    env, params = envs.make("arena_open", width=8, height=8, num_snakes=1, num_food=2, view=3)
+    assert (
+        env.num_agents == 1
+        and env.action_space(params).shape == ()
+        and env.observation_space(params).shape == (3, 3, 7)
+    )
+    obs, state = env.reset(jax.random.key(0), params)
+    obs, _, reward, _, _, _ = env.step(jax.random.key(1), state, jnp.int32(1), params)
+    assert obs.shape == (3, 3, 7) and reward.shape == ()

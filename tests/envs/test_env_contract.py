@@ -22,6 +22,7 @@ CASES = [
     ("arena", {}),
     ("arena", {"size": 9, "num_snakes": 6, "num_agents": 2, "view": 5}),
     ("arena_open", {"width": 24, "height": 16, "num_snakes": 12, "num_food": 16, "view": 7}),
+    ("arena_open", {"width": 8, "height": 8, "num_snakes": 1, "num_food": 2, "view": 3}),
 ]
 assert {name for name, _ in CASES} == set(OUR_ENVS), "every env of ours needs a contract case"
 
