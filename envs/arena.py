@@ -123,6 +123,7 @@ class Arena(Env):
             raise ValueError(f"arena bot_policy must be a run directory (a string), got {bot_policy!r}")  # noqa: TRY004
         self.bot_policy = bot_policy  # a finished run whose greedy policy drives bots (jaxrl loads it: with_bot_policy)
         self._policy = None
+        self._versus = False  # every seat's action given (`versus`)
         if not isinstance(size, int) or isinstance(size, bool) or not 5 <= size <= 32:
             raise ValueError(f"arena size must be an integer from 5 to 32, got {size!r}")
         if not isinstance(num_snakes, int) or isinstance(num_snakes, bool) or not 1 <= num_snakes <= 32:
@@ -159,8 +160,37 @@ class Arena(Env):
         """This arena with `policy(obs (n, view, view, 7) uint8, key) -> (n,) relative actions` driving the bots
         that `policy_share` hands to it (jaxrl attaches the greedy policy of the `bot_policy` run)."""
         made = Arena(self.size, self.num_snakes, self.num_agents, self.view, self.bot_policy)
-        made._policy = policy
+        made._policy, made._versus = policy, self._versus
         return made
+
+    # -- opponents given from outside (jaxrl's self-play: a pool of past policies drives the bots) ----
+
+    @property
+    def opponent_slots(self) -> int:
+        """Snakes beyond the learners (the bots' seats; `num_bots` of them play a game)."""
+        return self.num_snakes - self.num_agents
+
+    def versus(self) -> Arena:
+        """This arena taking every seat's action: `(num_agents + opponent_slots,)` relative actions, the
+        learners' first; the bots in a game move as given instead of by their scripts."""
+        made = self.with_bot_policy(self._policy)
+        made._versus = True
+        return made
+
+    def opponent_obs(self, state: EnvState) -> jax.Array:
+        """(opponent_slots, view, view, 7): what each bot seat sees, as a learner in its place would."""
+        return self.views(state, tuple(range(self.num_agents, self.num_snakes)))
+
+    def opponent_actions(self, key: jax.Array, state: EnvState) -> jax.Array:
+        """(opponent_slots,) the relative actions the bots' scripts (or the frozen policy) would take."""
+        bots = slice(self.num_agents, None)
+        return (self.bot_directions(key, state)[bots] - state.heading[bots] + 1) % 4
+
+    @staticmethod
+    def learner_result(info: dict) -> jax.Array:
+        """A game's result for the learners: 1 won (the last snake), 0 outlived by another snake, 0.5 otherwise
+        (survivors at the truncation, or the last snakes dying together)."""
+        return jnp.where(info["won"], 1.0, jnp.where(info["placement"] <= 1, 0.5, 0.0)).astype(jnp.float32)
 
     @property
     def default_params(self) -> EnvParams:
@@ -323,6 +353,12 @@ class Arena(Env):
 
     def step_env(self, key: jax.Array, state: EnvState, action: jax.Array, params: EnvParams):
         action = jnp.asarray(action, jnp.int32)
+        if self._versus:
+            if action.shape != (self.num_snakes,):
+                raise ValueError(
+                    f"a versus arena takes every seat's action, shape ({self.num_snakes},), got {action.shape}"
+                )
+            return self.advance(key, state, (state.heading + action - 1) % 4, params)
         if action.shape != (self.num_agents,) and not (self.num_agents == 1 and action.shape == ()):
             want = "a scalar action" if self.num_agents == 1 else f"actions of shape ({self.num_agents},)"
             raise ValueError(f"arena with num_agents={self.num_agents} takes {want}, got shape {action.shape}")

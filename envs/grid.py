@@ -107,6 +107,7 @@ class GridWorld(Env):
             raise ValueError(f"grid num_bots must be an integer from 0 to size^2/2 - num_agents, got {num_bots!r}")
         self.size, self.num_agents, self.view, self.num_bots = size, num_agents, view, num_bots
         self.num_bodies = num_agents + num_bots  # learners first, then the scripted bots
+        self._versus = False  # every body's action given (`versus`)
         self.half = view // 2
         full = (1 << size) - 1
         self._full_row = jnp.uint32(full)
@@ -224,14 +225,20 @@ class GridWorld(Env):
 
     def step_env(self, key: jax.Array, state: EnvState, action: jax.Array, params: EnvParams):
         action = jnp.asarray(action, jnp.int32)
-        if action.shape != (self.num_agents,) and not (self.num_agents == 1 and action.shape == ()):
+        if self._versus:
+            if action.shape != (self.num_bodies,):
+                raise ValueError(
+                    f"a versus grid takes every body's action, shape ({self.num_bodies},), got {action.shape}"
+                )
+        elif action.shape != (self.num_agents,) and not (self.num_agents == 1 and action.shape == ()):
             want = (
                 "a scalar action (or shape (1,))" if self.num_agents == 1 else f"actions of shape ({self.num_agents},)"
             )
             raise ValueError(f"grid with num_agents={self.num_agents} takes {want}, got shape {action.shape}")
-        action = action.reshape(self.num_agents)
-        if self.num_bots:
-            action = jnp.concatenate([action, self.bot_actions(key, state)])
+        else:
+            action = action.reshape(self.num_agents)
+            if self.num_bots:
+                action = jnp.concatenate([action, self.bot_actions(key, state)])
         # All agents move at once (see the class docstring for the conflict rule). Cells are
         # numbered row * size + col, so each pairwise check is one comparison.
         to_row, to_col = state.row + pick(DROW, action), state.col + pick(DCOL, action)
@@ -275,6 +282,32 @@ class GridWorld(Env):
             info["bot_score"] = jnp.sum(new_state.inventory[self.num_agents :])
         reward = reward[0] if self.num_agents == 1 else reward
         return self.get_obs(new_state), new_state, reward, jnp.bool_(False), info
+
+    # -- opponents given from outside (jaxrl's self-play: a pool of past policies drives the bots) ----
+
+    @property
+    def opponent_slots(self) -> int:
+        """The bots' bodies (after the learners')."""
+        return self.num_bots
+
+    def versus(self) -> GridWorld:
+        """This grid taking every body's action, `(num_agents + num_bots,)`: the bots move as given."""
+        made = GridWorld(self.size, self.num_agents, self.view, self.num_bots)
+        made._versus = True
+        return made
+
+    def opponent_obs(self, state: EnvState) -> jax.Array:
+        """(num_bots, view, view, 4): what each bot sees, as a learner in its place would."""
+        return self.views(state, self.num_agents, self.num_bodies)
+
+    def opponent_actions(self, key: jax.Array, state: EnvState) -> jax.Array:
+        """(num_bots,) the scripted collectors' actions."""
+        return self.bot_actions(key, state)
+
+    @staticmethod
+    def learner_result(info: dict) -> jax.Array:
+        """An episode's result for the learners: 1 when they collected more than the bots, 0.5 level, else 0."""
+        return (0.5 + 0.5 * jnp.sign(info["score"] - info["bot_score"])).astype(jnp.float32)
 
     def bot_actions(self, key: jax.Array, state: EnvState) -> jax.Array:
         """(num_bots,) the scripted collectors' actions: collect the unit underfoot; else step toward the
@@ -381,10 +414,15 @@ class GridWorld(Env):
     # -- observation ----------------------------------------------------------------------
 
     def get_obs(self, state: EnvState, params: EnvParams | None = None, key: jax.Array | None = None) -> jax.Array:
+        obs = self.views(state, 0, self.num_agents)
+        return obs[0] if self.num_agents == 1 else obs
+
+    def views(self, state: EnvState, first: int, stop: int) -> jax.Array:
+        """(stop - first, view, view, 4): the views of bodies first .. stop - 1 (learners, then bots)."""
         view, half = self.view, self.half
         row, col = materialize(state.row), materialize(state.col)
         agents = self._agent_rows(row, col)  # learners and bots alike are "another agent" to a viewer
-        row, col = row[: self.num_agents], col[: self.num_agents]  # the viewers: the learners
+        row, col = row[first:stop], col[first:stop]  # the viewers
         # 1. Every map row cut to each agent's view columns, the channels in byte lanes: bits j of
         #    lane ch is cell (m, col + j - half) of channel ch. Padded words put column c at bit c + half.
         shift = col[:, None].astype(jnp.uint32)  # (agents, 1)
@@ -401,8 +439,7 @@ class GridWorld(Env):
         # The centre cell is the viewer: alone in the self lane, and not "another agent".
         centre = jnp.where(jnp.arange(view) == half, jnp.uint32(1 << half), jnp.uint32(0))  # (view,)
         # 3. Each view row's cells: four channel bytes per cell.
-        obs = self.expand_view_words(materialize((words & ~(centre << 16)) | (centre << 24)))
-        return obs[0] if self.num_agents == 1 else obs
+        return self.expand_view_words(materialize((words & ~(centre << 16)) | (centre << 24)))
 
     def expand_view_words(self, words: jax.Array) -> jax.Array:
         """(agents, view) uint32 view-row words -> (agents, view, view, 4) uint8 observations.

@@ -22,10 +22,9 @@ from jaxrl.algos.base import Allocation, register
 from jaxrl.algos.common import feed_forward_only, linear_epsilon, q_network
 from jaxrl.config.schema import ConfigError, TrainConfig, agents_per_world, env_groups, float32
 from jaxrl.config.validate import in_range, positive
-from jaxrl.core import rollout
+from jaxrl.core import rollout, vector
 from jaxrl.core.replay import Batch, ReplayBuffer, ReplayState
 from jaxrl.core.stats import UpdateStats, all_finite, global_norm
-from jaxrl.core.vector import VectorEnv
 
 
 @dataclass
@@ -168,7 +167,7 @@ class DQN:
     def __init__(self, cfg: TrainConfig, env: Any, env_params: Any):
         self.cfg, self.algo = cfg, cfg.algo
         self.env, self.env_params = env, env_params
-        self.vec = VectorEnv(env, cfg.num_envs)  # several agents per world are extra streams, one Q-network
+        self.vec = vector.make(env, cfg.num_envs)  # several agents per world are extra streams, one Q-network
         obs_space, self.network = q_network(cfg, self.vec, env_params)
         self.num_actions, self.obs_shape = self.network.num_actions, tuple(obs_space.shape)
         self.vector_steps, self.gradient_steps = schedule(cfg.num_envs, self.algo.train_freq, self.algo.gradient_steps)
@@ -253,6 +252,12 @@ class DQN:
             return lambda params, carry, obs, key: (carry, jnp.argmax(self.network.apply(params, obs), axis=-1))
         epsilon = jnp.float32(self.algo.epsilon_end)
         return lambda params, carry, obs, key: (carry, self.act(params, obs, key, epsilon))
+
+    sampled_scores = False  # `action_scores` are Q-values: opponents take their argmax
+
+    def action_scores(self):
+        """`(params, carry, obs) -> (carry, Q-values)` (self-play's opponents act greedily on them)."""
+        return lambda params, carry, obs: (carry, self.network.apply(params, obs))
 
     def env_step(self, runner: DQNRunner, draws: tuple[jax.Array, Any], epsilon: jax.Array):
         """Act in every env once (epsilon-greedy) and write the step into the replay buffer."""

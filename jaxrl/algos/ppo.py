@@ -27,11 +27,10 @@ from jaxrl.algos.base import Allocation
 from jaxrl.algos.common import epoch_rates, truncated_values
 from jaxrl.config.schema import ConfigError, TrainConfig, agents_per_world, env_groups
 from jaxrl.config.validate import in_range, non_negative, positive
-from jaxrl.core import groups, losses, networks, rollout, shuffle
+from jaxrl.core import groups, losses, networks, rollout, shuffle, vector
 from jaxrl.core.precision import compute_dtype
 from jaxrl.core.replay import ObsCodec
 from jaxrl.core.stats import UpdateStats, all_finite, global_norm
-from jaxrl.core.vector import VectorEnv
 
 
 @dataclass
@@ -215,7 +214,7 @@ class PPO:
     def __init__(self, cfg: TrainConfig, env: Any, env_params: Any):
         self.cfg, self.algo = cfg, cfg.algo
         self.env, self.env_params = env, env_params
-        self.vec = VectorEnv(env, cfg.num_envs)  # several agents per world are extra streams, one network
+        self.vec = vector.make(env, cfg.num_envs)  # several agents per world are extra streams, one network
         action_space = self.vec.action_space(env_params)  # one agent's
         self.continuous = isinstance(action_space, spaces.Box)
         if self.continuous:
@@ -352,6 +351,18 @@ class PPO:
             return carry, self.to_env(action)
 
         return act
+
+    sampled_scores = True  # `action_scores` are logits: acting as in training samples from their softmax
+
+    def action_scores(self):
+        """`(params, carry, obs) -> (carry, logits)`: what `policy` chooses from (self-play's opponents act on it)."""
+
+        def scores(params: tuple[Any, ObsStats | None], carry: Any, obs: jax.Array):
+            net_params, obs_stats = params
+            carry, pi, _ = self.forward(net_params, obs_stats, carry, obs)
+            return carry, pi
+
+        return scores
 
     def to_env(self, action: jax.Array) -> jax.Array:
         """The action the env gets: continuous actions clipped to the space's bounds."""

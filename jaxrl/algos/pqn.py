@@ -21,10 +21,9 @@ from jaxrl.algos.base import Allocation, register
 from jaxrl.algos.common import epoch_rates, feed_forward_only, linear_epsilon, q_network, truncated_values
 from jaxrl.config.schema import ConfigError, TrainConfig, agents_per_world, env_groups
 from jaxrl.config.validate import in_range, positive
-from jaxrl.core import groups, losses, rollout, shuffle
+from jaxrl.core import groups, losses, rollout, shuffle, vector
 from jaxrl.core.replay import ObsCodec
 from jaxrl.core.stats import UpdateStats, all_finite, global_norm
-from jaxrl.core.vector import VectorEnv
 
 
 @dataclass
@@ -101,7 +100,7 @@ class PQN:
     def __init__(self, cfg: TrainConfig, env: Any, env_params: Any):
         self.cfg, self.algo = cfg, cfg.algo
         self.env, self.env_params = env, env_params
-        self.vec = VectorEnv(env, cfg.num_envs)  # several agents per world are extra streams, one Q-network
+        self.vec = vector.make(env, cfg.num_envs)  # several agents per world are extra streams, one Q-network
         obs_space, self.network = q_network(cfg, self.vec, env_params)
         self.num_actions, self.obs_shape = self.network.num_actions, tuple(obs_space.shape)
         self.obs_codec = ObsCodec.for_space(obs_space)
@@ -167,6 +166,12 @@ class PQN:
             return carry, jnp.where(explore < self.algo.epsilon_end, random, greedy_action)
 
         return act
+
+    sampled_scores = False  # `action_scores` are Q-values: opponents take their argmax
+
+    def action_scores(self):
+        """`(params, carry, obs) -> (carry, Q-values)` (self-play's opponents act greedily on them)."""
+        return lambda params, carry, obs: (carry, self.network.apply(params, obs))
 
     def exploration(self, key: jax.Array, batch: tuple[int, ...]) -> tuple[jax.Array, jax.Array]:
         """Draws for epsilon-greedy acting, made at once: (uniform, random action)."""

@@ -31,6 +31,24 @@ class CheckpointConfig:
     keep: int = 3  # newest checkpoints kept (older ones are deleted)
 
 
+OPPONENTS = ("bots", "selfplay")
+
+
+@dataclass
+class SelfPlayConfig:
+    """Self-play (`opponents=selfplay`): the bots' seats are played by a pool of the learner's own past policies."""
+
+    pool_size: int = 8  # snapshots kept on device (the oldest is replaced); each game draws one at its start
+    snapshot_every: int = 20  # updates between pushes of the learner's policy into the pool
+    start: int = 0  # updates before the first snapshot; until then every game is against the bots
+    sampling: str = "prioritized"  # latest | uniform | prioritized (snapshots that beat the learner come back more)
+    priority_power: float = (
+        2.0  # prioritized: a snapshot's weight is (its running win rate against the learner) ** this
+    )
+    bot_share: float = 0.2  # share of the worlds whose games stay against the bots (scripted, or env.bot_policy's run)
+    greedy: bool = False  # opponents take their most likely action (else they sample, as the learner does)
+
+
 @dataclass
 class TrainConfig:
     """One training run."""
@@ -57,6 +75,8 @@ class TrainConfig:
     compile_cache: str | None = None  # jax's persistent compilation cache dir: a second start skips compiling
     progress: bool = True  # live progress line on a terminal (plain lines otherwise)
     checkpoint: CheckpointConfig = field(default_factory=CheckpointConfig)  # when to save (always at the end)
+    opponents: str = "bots"  # bots (the env's own: scripted, or env.bot_policy) | selfplay (a pool of past policies)
+    selfplay: SelfPlayConfig = field(default_factory=SelfPlayConfig)  # the pool, when opponents=selfplay
     curriculum: list[Any] = field(default_factory=list)  # phases [{steps: 1e6, <EnvParams field>: value}, ...]
     logger: Any = "csv"  # csv (always written) | tensorboard | wandb, or a list: [tensorboard,wandb]
     wandb_project: str = "jaxrl"  # Weights & Biases project (WANDB_MODE=offline is honoured)

@@ -8,7 +8,7 @@ import dataclasses
 import math
 from typing import Any
 
-from jaxrl.config.schema import DEVICES, TrainConfig, float32, logger_names
+from jaxrl.config.schema import DEVICES, OPPONENTS, TrainConfig, float32, logger_names
 from jaxrl.core.networks import ACTIVATIONS, NETWORKS, RECURRENT
 from jaxrl.core.precision import PRECISIONS
 from jaxrl.envs.base import INT32_MAX  # counts and sizes become int32 inside the compiled program
@@ -133,6 +133,7 @@ def validate(cfg: TrainConfig) -> None:
     check_layout(cfg)
     if cfg.precision not in PRECISIONS:
         raise ConfigError(f"precision={cfg.precision} is invalid: allowed {', '.join(PRECISIONS)}")
+    check_opponents(cfg)
     check_numbers("algo.", cfg.algo)
     check_network(cfg.algo)
     in_range("algo.gamma", cfg.algo.gamma, 0, 1, open_low=True)
@@ -141,6 +142,31 @@ def validate(cfg: TrainConfig) -> None:
     cfg.algo.validate(cfg)
     if cfg.sweep:
         check_sweep(cfg)
+
+
+def check_opponents(cfg: TrainConfig) -> None:
+    """`opponents` and, for self-play, the pool's settings (whether the env has seats for them is checked
+    where the env is built: `jaxrl.opponents.selfplay.check_env`)."""
+    from jaxrl.opponents.pool import SAMPLING
+
+    if cfg.opponents not in OPPONENTS:
+        raise ConfigError(f"opponents={cfg.opponents} is invalid: allowed {', '.join(OPPONENTS)}")
+    if cfg.opponents != "selfplay":
+        return
+    s = cfg.selfplay
+    for name, low, high in (("pool_size", 1, 1024), ("snapshot_every", 1, INT32_MAX), ("start", 0, INT32_MAX)):
+        value = getattr(s, name)
+        if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+            raise ConfigError(f"selfplay.{name}={value} is invalid: must be an integer from {low} to {high}")
+    if s.sampling not in SAMPLING:
+        raise ConfigError(f"selfplay.sampling={s.sampling} is invalid: allowed {', '.join(SAMPLING)}")
+    non_negative("selfplay.priority_power", s.priority_power)
+    if not _number(s.bot_share) or not 0 <= s.bot_share < 1:
+        raise ConfigError(f"selfplay.bot_share={s.bot_share} is invalid: must be a number from 0 up to (not) 1")
+    if round(s.bot_share * cfg.num_envs) >= cfg.num_envs:
+        raise ConfigError(
+            f"selfplay.bot_share={s.bot_share} leaves none of num_envs={cfg.num_envs} worlds to self-play: lower it"
+        )
 
 
 def check_sweep(cfg: TrainConfig) -> sweeps.Sweep:

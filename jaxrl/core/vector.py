@@ -16,6 +16,13 @@ import jax.numpy as jnp
 from gymnax.environments import spaces
 
 
+def make(env: Any, num_envs: int) -> VectorEnv:
+    """The batch of `num_envs` worlds an algorithm steps: the env's own (`env.vectorized`, e.g. self-play's)
+    or a `VectorEnv`."""
+    own = getattr(env, "vectorized", None)
+    return own(num_envs) if own is not None else VectorEnv(env, num_envs)
+
+
 class VectorEnv:
     """`reset` and `step` of `num_envs` worlds, in streams."""
 

@@ -24,6 +24,7 @@ from jaxrl.core.precision import with_matmul_precision
 from jaxrl.core.stats import UpdateStats, all_finite
 from jaxrl.envs.base import INT32_MAX
 from jaxrl.errors import NonFiniteError
+from jaxrl.opponents import selfplay
 from jaxrl.run.compiling import compile_aside, compile_jit
 from jaxrl.scale.distributed import any_process
 from jaxrl.scale.mesh import put
@@ -67,7 +68,7 @@ class Program:
         self.cfg = cfg
         self.layout = layout if layout is not None and layout.size > 1 else None
         self.env, self.env_params = env, env_params
-        self.algo: base.Algorithm = base.get(cfg.algo.name).factory(cfg, env, env_params)
+        self.algo: base.Algorithm = selfplay.wrap(base.get(cfg.algo.name).factory, cfg, env, env_params)
         self.sweep = sweeps.parse(cfg)
         self.population = cfg.num_seeds * self.sweep.size  # entries of the seed axis
         self.hypers = self.sweep.algo_values(cfg.num_seeds)  # {field: (population,) float32}
@@ -121,7 +122,7 @@ class Program:
         algo_cfg = dataclasses.replace(self.cfg.algo, **hypers)
         swept = dataclasses.replace(self.cfg, algo=algo_cfg)
         with jax.ensure_compile_time_eval():  # what the constructor computes from constants stays concrete
-            return base.get(self.cfg.algo.name).factory(swept, self.env, self.env_params)
+            return selfplay.wrap(base.get(self.cfg.algo.name).factory, swept, self.env, self.env_params)
 
     def member_hypers(self, member: int) -> dict[str, float]:
         """The swept algorithm values of one member, as numbers ({} without an algorithm sweep)."""

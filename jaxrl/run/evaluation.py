@@ -388,7 +388,7 @@ def with_opponents(env: Any, env_params: Any, opponents: str | None, num_bots: i
             )
         else:
             from jaxrl.errors import ConfigError
-            from jaxrl.run.opponents import frozen_policy
+            from jaxrl.opponents.frozen import frozen_policy
 
             path = Path(opponents).expanduser().resolve()
             if not path.is_dir():

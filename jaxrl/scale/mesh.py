@@ -25,10 +25,10 @@ from jaxrl.config.schema import ConfigError, TrainConfig
 SEED, ENV = "seed", "env"  # the mesh's axis names
 
 # Runner fields with an env (stream) axis, and its position in each leaf after the seed axis:
-# `envs` (rollout.Streams) is all per env or per stream except the env params; DQN's replay is
+# `envs` (rollout.Streams) is all per env or per stream except the env params and self-play's pool; DQN's replay is
 # (rows, streams, ...) except its write counter.
 ENV_AXES = {"envs": 0, "replay": 1}
-REPLICATED = {("envs", "params")}
+REPLICATED = {("envs", "params"), ("envs", "pool")}
 
 
 @dataclasses.dataclass(frozen=True)

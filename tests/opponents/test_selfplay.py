@@ -1,0 +1,206 @@
+"""Self-play: the pool on device, opponents fixed per game, their recurrent state, sampling, resume and bad input."""
+
+import signal
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from jaxrl.config.compose import compose_config
+from jaxrl.opponents.pool import Pool, grouped_apply
+from jaxrl.run import build
+from tests.run.test_checkpoint import assert_same_state, steps, train
+
+SMALL = ["env=arena", "opponents=selfplay", "num_envs=16", "algo.num_steps=8", "total_timesteps=1e5", "progress=false"]
+
+
+def small(*overrides: str) -> list[str]:
+    """SMALL with `overrides` (an `env=` among them replaces the arena)."""
+    other_env = any(o.startswith("env=") for o in overrides)
+    return [*(s for s in SMALL if not (other_env and s.startswith("env="))), *overrides]
+
+
+def program(*overrides: str):
+    cfg, _ = compose_config(small(*overrides))
+    return build.program(cfg)
+
+
+def leaves_equal(a, b) -> bool:
+    return all(np.array_equal(x, y) for x, y in zip(jax.tree.leaves(a), jax.tree.leaves(b), strict=True))
+
+
+def test_the_pool_holds_only_snapshots_taken_after_start_never_the_initial_weights():
+    prog = program("selfplay.start=2", "selfplay.snapshot_every=2", "selfplay.pool_size=2")
+    algo = prog.algo
+    update = jax.jit(algo.update)
+    runner = jax.jit(algo.init)(jax.random.key(0))
+    initial = algo.policy_params(runner)
+    assert int(runner.envs.pool.filled) == 0 and np.all(np.asarray(runner.envs.state.slot) == -1)
+    taken = {}
+    for u in range(1, 8):
+        runner, _ = update(runner)
+        pool = runner.envs.pool
+        taken[u] = algo.policy_params(runner)
+        pushes = 0 if u < 2 else (u - 2) // 2 + 1  # after updates 2, 4, 6
+        assert int(pool.filled) == pushes, u
+        for slot in range(min(pushes, 2)):
+            when = int(pool.pushed_at[slot])
+            assert when >= 2 and when % 2 == 0
+            snapshot = jax.tree.map(lambda x, s=slot: x[s], pool.params)
+            assert leaves_equal(snapshot, taken[when])  # exactly the learner's policy at that update
+            assert not leaves_equal(snapshot, initial)
+        if pushes == 0:
+            assert np.all(np.asarray(runner.envs.state.slot) == -1)  # no game draws from an empty pool
+    assert sorted(int(t) for t in runner.envs.pool.pushed_at) == [4, 6]  # the oldest (2) was replaced
+
+
+def filled_pool(algo, runner, size: int) -> Pool:
+    """A pool of `size` distinct snapshots (the learner's parameters, scaled)."""
+    pool = runner.envs.pool
+    params = algo.policy_params(runner)
+    for i in range(size):
+        scaled = jax.tree.map(
+            lambda x, i=i: x * (1.0 + 0.5 * i) if jnp.issubdtype(x.dtype, jnp.floating) else x, params
+        )
+        pool = pool.push(scaled, jnp.bool_(True), jnp.int32(i + 1))
+    return pool
+
+
+def play(prog, steps_: int, push_every: int = 0, seed: int = 0):
+    """Step a self-play batch with random learner actions; every `push_every` steps a new snapshot joins the
+    pool (an update boundary). Returns per step (slot before, done, slot after, carry after) and the vector."""
+    algo = prog.algo
+    vec = algo.algo.vec
+    runner = jax.jit(algo.init)(jax.random.key(seed))
+    pool = filled_pool(algo, runner, 2)
+    params = runner.envs.params
+    key = jax.random.key(seed + 1)
+    _, state = vec.reset(key, params, pool)
+    step = jax.jit(lambda k, s, a, p: vec.step(k, s, a, params, p))
+    trace = []
+    for t in range(steps_):
+        key, k_act, k_env = jax.random.split(key, 3)
+        if push_every and t and t % push_every == 0:
+            pool = pool.push(algo.policy_params(runner), jnp.bool_(True), jnp.int32(100 + t))
+        action = jax.random.randint(k_act, (vec.num_envs,), 0, 3)
+        before = np.asarray(state.slot)
+        _, state, _, _, _, info = step(vec.step_keys(k_env, 1)[0], state, action, pool)
+        trace.append((before, np.asarray(info["world_done"]), np.asarray(state.slot), state.carry, pool))
+    return trace, vec
+
+
+def test_an_opponent_is_fixed_for_its_whole_game_across_updates():
+    prog = program("selfplay.sampling=latest", "selfplay.bot_share=0.25")
+    trace, vec = play(prog, 120, push_every=15)
+    spanned = 0
+    for t, (before, done, after, _, pool) in enumerate(trace):
+        kept = ~done
+        np.testing.assert_array_equal(after[kept], before[kept])  # mid-game: never changes
+        newest = (int(pool.filled) - 1) % pool.size
+        selfplay_worlds = np.arange(vec.num_envs) >= vec.bot_worlds
+        assert np.all(after[done & selfplay_worlds] == newest)  # latest: a new game takes the newest
+        assert np.all(after[: vec.bot_worlds] == -1)  # the bots' worlds never play the pool
+        if t and t % 15 == 0:
+            spanned += int(np.sum(kept & selfplay_worlds & (before != newest)))
+    assert spanned > 0  # some games really ran on across a push with their old opponent
+
+
+def test_recurrent_opponents_carry_their_own_state_and_start_each_game_fresh():
+    prog = program("algo.network=gru", "algo.rnn_hidden=8", "selfplay.bot_share=0")
+    trace, vec = play(prog, 60)
+    fresh = jax.tree.map(np.asarray, vec._carry(vec.num_envs))
+    ended = ongoing = 0
+    for before, done, _, carry, _ in trace:
+        carry = np.asarray(jax.tree.leaves(carry)[0])
+        zero = np.asarray(jax.tree.leaves(fresh)[0])
+        assert np.array_equal(carry[done], zero[done])  # the game ended: the next one starts from scratch
+        moving = ~done & (before >= 0)
+        assert np.all(np.abs(carry[moving]).reshape(int(moving.sum()), -1).max(axis=1) > 0)
+        ended += int(done.sum())
+        ongoing += int(moving.sum())
+    assert ended > 0 and ongoing > 0
+
+
+def test_grouped_apply_gives_each_world_its_own_slots_output():
+    k = 5
+    params = {"w": jnp.arange(k * 3 * 2, dtype=jnp.float32).reshape(k, 3, 2)}
+    obs = jax.random.normal(jax.random.key(0), (37, 2, 3))
+    index = jax.random.randint(jax.random.key(1), (37,), 0, k)
+    fn = lambda p, carry, x: (carry, x @ p["w"])
+    _, out = grouped_apply(fn, params, index, obs, None)
+    want = jnp.einsum("wsi,wio->wso", obs, params["w"][index])
+    np.testing.assert_allclose(np.asarray(out), np.asarray(want), rtol=1e-5)
+
+
+def test_prioritized_sampling_prefers_the_snapshots_that_beat_the_learner():
+    params = {"w": jnp.zeros(2)}
+    pool = Pool.empty(params, 4)
+    u = jax.random.uniform(jax.random.key(0), (40_000,))
+    assert np.all(np.asarray(pool.draw(u, pool.weights("prioritized", 2.0))) == -1)  # empty: nobody drawn
+    for i in range(3):
+        pool = pool.push(params, jnp.bool_(True), jnp.int32(i + 1))
+    pool = pool.replace(wins=jnp.array([88.0, 8.0, 49.0, 0.0]), games=jnp.array([98.0, 98.0, 98.0, 0.0]))
+    rate = np.asarray(pool.win_rate())
+    np.testing.assert_allclose(rate[:3], [0.89, 0.09, 0.5])
+    share = np.bincount(np.asarray(pool.draw(u, pool.weights("prioritized", 2.0))), minlength=4) / u.size
+    want = np.append(rate[:3] ** 2, 0.0)
+    np.testing.assert_allclose(share, want / want.sum(), atol=0.01)  # slot 3 is empty: never drawn
+    assert share[0] > share[2] > share[1]
+    share = np.bincount(np.asarray(pool.draw(u, pool.weights("uniform", 2.0))), minlength=4) / u.size
+    np.testing.assert_allclose(share, [1 / 3, 1 / 3, 1 / 3, 0], atol=0.01)
+    assert set(np.asarray(pool.draw(u, pool.weights("latest", 2.0))).tolist()) == {2}
+    counted = pool.record(jnp.array([1.0, 0, 0, 0]), jnp.array([1.0, 1, 0, 0]))
+    np.testing.assert_allclose(np.asarray(counted.wins)[:2], [88 * 0.99 + 1, 8 * 0.99], rtol=1e-6)
+    pushed = pool.push(params, jnp.bool_(True), jnp.int32(9))  # slot 3 filled: counts start from nothing
+    assert float(pushed.games[3]) == 0 and int(pushed.pushed_at[3]) == 9 and float(pushed.games[0]) == 98
+
+
+def test_selfplay_trains_the_grid_against_its_own_collectors():
+    prog = program(
+        "env=grid", "env.num_bots=2", "env.max_steps_in_episode=16", "selfplay.snapshot_every=1", "selfplay.bot_share=0"
+    )
+    runner = jax.jit(prog.algo.init)(jax.random.key(0))
+    update = jax.jit(prog.algo.update)
+    played = 0
+    for _ in range(12):
+        runner, stats = update(runner)
+        played += float(stats.learner["pool_games"])
+    assert int(runner.envs.pool.filled) == 12 and played > 0  # a push after every update, 8 kept
+    assert np.all(np.asarray(runner.envs.state.slot) >= 0)  # every world now plays the pool
+
+
+def test_resume_in_the_middle_of_selfplay_is_bit_identical(tmp_path):
+    settings = [
+        *SMALL[:-1],
+        "selfplay.snapshot_every=1",
+        "selfplay.pool_size=3",
+        "total_timesteps=1536",
+        "num_chunks=6",
+        "checkpoint.every_steps=1",
+    ]
+    ref, run = tmp_path / "ref", tmp_path / "killed"
+    train(*settings, f"run_dir={ref}")
+    killed = train(*settings, f"run_dir={run}", kill_after=3, check=False)
+    assert killed.returncode == -signal.SIGKILL
+    assert steps(run)[-1] < steps(ref)[-1]
+    train(f"resume={run}")
+    assert_same_state(run, ref)
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["selfplay.pool_size=0"], "selfplay.pool_size=0 is invalid: must be an integer from 1 to 1024"),
+        (["selfplay.sampling=best"], "selfplay.sampling=best is invalid: allowed latest, uniform, prioritized"),
+        (["selfplay.bot_share=1"], "selfplay.bot_share=1"),
+        (["opponents=friends"], "opponents=friends is invalid: allowed bots, selfplay"),
+        (["env=snake"], "opponents=selfplay needs an env with opponents"),
+        (["env=grid"], "opponents=selfplay needs opponent seats"),
+    ],
+)
+def test_bad_selfplay_settings_are_one_line(args, message, tmp_path):
+    proc = train(*small(*args), f"run_dir={tmp_path / 'run'}", check=False)
+    lines = proc.stderr.strip().splitlines()
+    assert proc.returncode == 2 and len(lines) == 1 and message in lines[0], proc.stderr
+    assert not (tmp_path / "run").exists()
