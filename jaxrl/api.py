@@ -203,6 +203,15 @@ class Run:
         result = evaluate(self, episodes=episodes, greedy=greedy, render="gif", fps=fps, out=path, member=member)
         return Path(result["replay"])
 
+    def play_against(self, other: Any, episodes: int = 1000, seed: int = 0, step: int | None = None) -> dict:
+        """Head-to-head games in the arena of this run's greedy policy against `other` (a Run, a run directory,
+        `PATH@STEP`, or a bot: "greedy" | "random_safe"), seats rotated (`jaxrl.opponents.headtohead`):
+        {"a_wins", "b_wins", "draws", "a_score", "a_placement", "b_placement", ...}, this run as `a`."""
+        from jaxrl.opponents import headtohead
+
+        me = headtohead.player(f"{self.run_dir}@{step}" if step is not None else self, flag="run")
+        return headtohead.play_pair(me, headtohead.player(other), episodes, seed)
+
     def env(self) -> tuple[Any, Any]:
         """(env, env_params) as the run's config builds them: the settings it trained with (a
         curriculum's phases aside), so `run.policy` can act in it (an arena's `bot_policy` run attached)."""

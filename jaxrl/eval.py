@@ -28,6 +28,9 @@ USAGE = """usage: python -m jaxrl.eval RUN_DIR [key=value ...]   (or run_dir=RUN
   member=K             a sweep's member to play (default: the best one in summary.json)
   opponents=KIND       the arena only: greedy | random_safe | a run directory (its greedy policy drives the bots)
   num_bots=N           the arena only: how many bots (default: as trained)
+  vs=OPPONENT          the arena only, repeatable: head-to-head games against another run (RUN_DIR or
+                       RUN_DIR@STEP) or a bot (greedy | random_safe), seats rotated; episodes= games per
+                       opponent (1000 is a good number); writes RUN_DIR/versus.json and versus.gif
 
 Prints mean, median, min and max of the return (and of the score, with the win rate, for
 envs that report them) and writes them to RUN_DIR/eval.json, with the score histogram and
@@ -48,6 +51,7 @@ DEFAULTS: dict[str, Any] = {
     "member": None,
     "opponents": None,
     "num_bots": None,
+    "vs": None,  # a list: vs= may be given several times
 }
 
 
@@ -69,6 +73,11 @@ def parse_args(argv: list[str]) -> dict[str, Any]:
             )
         if key not in DEFAULTS:
             raise UsageError(f"unknown setting '{key}'; valid: {', '.join(DEFAULTS)}")
+        if key == "vs":
+            if not value:
+                raise UsageError("vs= is empty: give a run directory, greedy or random_safe")
+            args["vs"] = [*(args["vs"] or []), value]
+            continue
         args[key] = value
     if args["run_dir"] is None:
         raise UsageError("a run directory is required: python -m jaxrl.eval RUN_DIR (written by python -m jaxrl.train)")
@@ -85,6 +94,14 @@ def parse_args(argv: list[str]) -> dict[str, Any]:
     if greedy not in ("true", "false"):
         raise UsageError(f"greedy={args['greedy']} is invalid: allowed true, false")
     args["greedy"] = greedy == "true"
+    if args["vs"]:
+        clash = [k for k in ("opponents", "num_bots", "member") if args[k] is not None] + (
+            ["greedy=false"] if not args["greedy"] else []
+        )
+        if clash:
+            raise UsageError(
+                f"{clash[0]} does not apply to head-to-head games (vs=): they play the runs' greedy policies"
+            )
     if args["render"] not in RENDERS:
         raise UsageError(f"render={args['render']} is invalid: allowed {', '.join(RENDERS)}")
     return args
@@ -152,6 +169,14 @@ def main(argv: list[str] | None = None) -> int:
         from jaxrl.api import load
 
         run = load(args.pop("run_dir"))
+        if args["vs"]:
+            from jaxrl.opponents import headtohead
+
+            keep = ("episodes", "seed", "step", "render", "fps", "out")
+            result = headtohead.versus(run, args["vs"], **{("games" if k == "episodes" else k): args[k] for k in keep})
+            headtohead.report(result)
+            return 0
+        args.pop("vs")
         result = evaluate(run, **args)
     except (UsageError, ConfigError, CheckpointError) as e:
         print(f"error: {e}", file=sys.stderr)

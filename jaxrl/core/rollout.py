@@ -29,7 +29,6 @@ class Streams:
     episode_length: jax.Array  # (streams,) int32, steps of the running episodes
     params: Any  # EnvParams the envs step with (traced: a curriculum changes them between chunks)
     carry: Any = None  # policy carry per stream (leading axis streams); None for feed-forward policies
-    pool: Any = None  # self-play's pool of past policies (`jaxrl.opponents.pool.Pool`); None: the env's own bots
 
 
 @struct.dataclass
@@ -78,8 +77,7 @@ def step(
     Returns the advanced streams, the step, the env's info (per world, plus `final_observation`
     in streams) and the episode sums of this step.
     """
-    pooled = {} if streams.pool is None else {"pool": streams.pool}
-    obs, state, reward, terminated, truncated, info = vec.step(keys, streams.state, action, streams.params, **pooled)
+    obs, state, reward, terminated, truncated, info = vec.step(keys, streams.state, action, streams.params)
     done = terminated | truncated
     ep_return, ep_length, stats = episode_step(
         reward, done, info["world_done"], info, streams.episode_return, streams.episode_length

@@ -6,7 +6,8 @@ Three pieces, each in the runner, so checkpoints, exact resume, sweeps and devic
   in the others every game draws a pool slot when it starts and keeps it to its end, and the
   opponents' recurrent state starts with the game. A game that started before the first snapshot
   plays the bots to its end.
-- the pool (`Streams.pool`): K snapshots, their running win rates against the learner;
+- the pool (`Seats.pool`, in the envs' state, replicated over devices): K snapshots, their running win
+  rates against the learner;
 - `SelfPlay`, the algorithm around the learner's own: after each update it folds the games' results
   into the pool and pushes a snapshot every `snapshot_every` updates from `start` on.
 
@@ -42,6 +43,7 @@ class Seats:
     carry: Any  # (worlds, seats, ...) the opponents' recurrent state (None: feed-forward)
     wins: jax.Array  # (worlds, K) float32, opponent wins (draws half) per slot since the last update's fold
     games: jax.Array  # (worlds, K) float32, games ended per slot since then
+    pool: Pool | None = None  # the snapshots (no worlds axis; `SelfPlay` fills it in after the first reset)
 
 
 def check_env(env: Any) -> None:
@@ -87,15 +89,18 @@ class SelfPlayVector(VectorEnv):
         return jnp.where(worlds >= self.bot_worlds, slot, -1)
 
     def reset(self, key: jax.Array, params: Any, pool: Pool | None = None) -> tuple[jax.Array, Seats]:
+        """Fresh worlds; their games draw from `pool` (None: the bots, and `Seats.pool` stays empty)."""
         keys = jax.random.split(key, self.num_envs)
         obs, state = jax.vmap(self.env.reset, in_axes=(0, None))(keys, params)
         zeros = jnp.zeros((self.num_envs, self.pool_size), jnp.float32)
-        return self._flat(obs), Seats(state, self._draw(keys, pool), self._carry(self.num_envs), zeros, zeros)
+        seats = Seats(state, self._draw(keys, pool), self._carry(self.num_envs), zeros, zeros, pool)
+        return self._flat(obs), seats
 
-    def step(self, keys: jax.Array, state: Seats, action: jax.Array, params: Any, pool: Pool | None = None):
-        """As `VectorEnv.step`; `pool` is the runner's (`Streams.pool`)."""
+    def step(self, keys: jax.Array, state: Seats, action: jax.Array, params: Any):
+        """As `VectorEnv.step`, the opponents drawn from `state.pool`."""
+        pool = state.pool
         if pool is None:
-            raise ValueError("a self-play batch steps with the runner's pool (Streams.pool)")
+            raise ValueError("a self-play batch steps with a pool in its state (SelfPlay.init puts it there)")
         split = self.bot_worlds
         if self.num_agents > 1:
             action = action.reshape((self.num_envs, self.num_agents, *action.shape[1:]))
@@ -131,7 +136,7 @@ class SelfPlayVector(VectorEnv):
             expand = lambda x: ended.reshape(ended.shape + (1,) * (x.ndim - 1))
             carry = jax.tree.map(lambda c, f: jnp.where(expand(c), f, c), carry, fresh)
             carry = jax.tree.map(lambda old, new: old.at[split:].set(new), state.carry, carry)
-        seats = Seats(env_state, new_slot, carry, wins, games)
+        seats = Seats(env_state, new_slot, carry, wins, games, pool)
         info = {**info, "final_observation": self._flat(info["final_observation"]), "world_done": done}
         return (
             self._flat(obs),
@@ -196,16 +201,16 @@ class SelfPlay:
     def init(self, key: jax.Array, env_params: Any = None) -> Any:
         runner = self.algo.init(key, env_params)
         pool = Pool.empty(self.algo.policy_params(runner), self.settings.pool_size)
-        return runner.replace(envs=runner.envs.replace(pool=pool))
+        return runner.replace(envs=runner.envs.replace(state=runner.envs.state.replace(pool=pool)))
 
     def update(self, runner: Any) -> tuple[Any, Any]:
         runner, stats = self.algo.update(runner)
         finite = stats.finite if stats.finite is not None else all_finite(stats.learner)
         seats = runner.envs.state
         wins, games = jnp.sum(seats.wins, axis=0), jnp.sum(seats.games, axis=0)
-        pool = runner.envs.pool.record(wins, games)
-        seats = seats.replace(wins=jnp.zeros_like(seats.wins), games=jnp.zeros_like(seats.games))
-        runner = runner.replace(envs=runner.envs.replace(state=seats, pool=pool))
+        pool = seats.pool.record(wins, games)
+        seats = seats.replace(wins=jnp.zeros_like(seats.wins), games=jnp.zeros_like(seats.games), pool=pool)
+        runner = runner.replace(envs=runner.envs.replace(state=seats))
         played = jnp.sum(games)
         learner = {
             **stats.learner,
@@ -221,8 +226,9 @@ class SelfPlay:
         s = self.settings
         since = runner.update - max(s.start, 1)
         when = (since >= 0) & (since % s.snapshot_every == 0)
-        pool = runner.envs.pool.push(self.algo.policy_params(runner), when, runner.update)
-        return runner.replace(envs=runner.envs.replace(pool=pool))
+        seats = runner.envs.state
+        pool = seats.pool.push(self.algo.policy_params(runner), when, runner.update)
+        return runner.replace(envs=runner.envs.replace(state=seats.replace(pool=pool)))
 
 
 def wrap(factory: Any, cfg: Any, env: Any, env_params: Any) -> Any:

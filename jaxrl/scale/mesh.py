@@ -28,7 +28,7 @@ SEED, ENV = "seed", "env"  # the mesh's axis names
 # `envs` (rollout.Streams) is all per env or per stream except the env params and self-play's pool; DQN's replay is
 # (rows, streams, ...) except its write counter.
 ENV_AXES = {"envs": 0, "replay": 1}
-REPLICATED = {("envs", "params"), ("envs", "pool")}
+REPLICATED = {("envs", "params"), ("envs", "state", "pool")}  # field paths, at any depth
 
 
 @dataclasses.dataclass(frozen=True)
@@ -100,7 +100,7 @@ def resolve(cfg: TrainConfig, lay: Layout) -> TrainConfig:
 def _env_axis(path: tuple[Any, ...], ndim: int) -> int | None:
     """The env axis of a runner leaf (seed axis not counted), from the field it sits under."""
     names = tuple(str(getattr(p, "name", getattr(p, "key", p))) for p in path)
-    if not names or names[0] not in ENV_AXES or names[:2] in REPLICATED:
+    if not names or names[0] not in ENV_AXES or any(names[: len(r)] == r for r in REPLICATED):
         return None
     axis = ENV_AXES[names[0]]
     return axis if ndim > axis else None

@@ -36,11 +36,11 @@ def test_the_pool_holds_only_snapshots_taken_after_start_never_the_initial_weigh
     update = jax.jit(algo.update)
     runner = jax.jit(algo.init)(jax.random.key(0))
     initial = algo.policy_params(runner)
-    assert int(runner.envs.pool.filled) == 0 and np.all(np.asarray(runner.envs.state.slot) == -1)
+    assert int(runner.envs.state.pool.filled) == 0 and np.all(np.asarray(runner.envs.state.slot) == -1)
     taken = {}
     for u in range(1, 8):
         runner, _ = update(runner)
-        pool = runner.envs.pool
+        pool = runner.envs.state.pool
         taken[u] = algo.policy_params(runner)
         pushes = 0 if u < 2 else (u - 2) // 2 + 1  # after updates 2, 4, 6
         assert int(pool.filled) == pushes, u
@@ -52,12 +52,12 @@ def test_the_pool_holds_only_snapshots_taken_after_start_never_the_initial_weigh
             assert not leaves_equal(snapshot, initial)
         if pushes == 0:
             assert np.all(np.asarray(runner.envs.state.slot) == -1)  # no game draws from an empty pool
-    assert sorted(int(t) for t in runner.envs.pool.pushed_at) == [4, 6]  # the oldest (2) was replaced
+    assert sorted(int(t) for t in runner.envs.state.pool.pushed_at) == [4, 6]  # the oldest (2) was replaced
 
 
 def filled_pool(algo, runner, size: int) -> Pool:
     """A pool of `size` distinct snapshots (the learner's parameters, scaled)."""
-    pool = runner.envs.pool
+    pool = runner.envs.state.pool
     params = algo.policy_params(runner)
     for i in range(size):
         scaled = jax.tree.map(
@@ -77,7 +77,7 @@ def play(prog, steps_: int, push_every: int = 0, seed: int = 0):
     params = runner.envs.params
     key = jax.random.key(seed + 1)
     _, state = vec.reset(key, params, pool)
-    step = jax.jit(lambda k, s, a, p: vec.step(k, s, a, params, p))
+    step = jax.jit(lambda k, s, a, p: vec.step(k, s.replace(pool=p), a, params))
     trace = []
     for t in range(steps_):
         key, k_act, k_env = jax.random.split(key, 3)
@@ -166,7 +166,7 @@ def test_selfplay_trains_the_grid_against_its_own_collectors():
     for _ in range(12):
         runner, stats = update(runner)
         played += float(stats.learner["pool_games"])
-    assert int(runner.envs.pool.filled) == 12 and played > 0  # a push after every update, 8 kept
+    assert int(runner.envs.state.pool.filled) == 12 and played > 0  # a push after every update, 8 kept
     assert np.all(np.asarray(runner.envs.state.slot) >= 0)  # every world now plays the pool
 
 

@@ -1,0 +1,93 @@
+"""`python -m jaxrl.rate RUN_DIR [RUN_DIR ...] [key=value ...]`: a rating table of arena runs and the bots
+from head-to-head games (`jaxrl.opponents.rating`)."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+from jaxrl.config.compose import UsageError
+from jaxrl.config.schema import ConfigError
+from jaxrl.run.checkpoint import CheckpointError
+
+USAGE = """usage: python -m jaxrl.rate RUN_DIR [RUN_DIR ...] [key=value ...]
+
+  RUN_DIR              an arena run (its newest checkpoint), RUN_DIR@STEP for one checkpoint,
+                       or greedy / random_safe
+  games=200            games per pair of players (seats rotated, greedy policies)
+  checkpoints=latest   latest: each run's newest checkpoint | all: every checkpoint it kept
+                       (a rating curve over training; keep more with checkpoint.keep=N when training)
+  bots=true            add the greedy and random_safe bots
+  seed=0               the games' seed
+  out=DIR              where ratings.json and ratings.png go (default: the first run directory)
+
+Every pair plays a round robin; one Bradley-Terry model on the Elo scale is fitted to all the
+games (random_safe = 0), with a standard error per rating. Same games, same table.
+"""
+
+DEFAULTS: dict[str, Any] = {"games": 200, "checkpoints": "latest", "bots": "true", "seed": 0, "out": None}
+
+
+def parse_args(argv: list[str]) -> tuple[list[str], dict[str, Any]]:
+    specs, args = [], dict(DEFAULTS)
+    for item in argv:
+        key, eq, value = item.partition("=")
+        if not eq:
+            specs.append(item)
+            continue
+        if key not in DEFAULTS:
+            raise UsageError(f"unknown setting '{key}'; valid: {', '.join(DEFAULTS)}")
+        args[key] = value
+    if not specs:
+        raise UsageError("give the runs to rate: python -m jaxrl.rate RUN_DIR [RUN_DIR ...]")
+    for key, low in (("games", 1), ("seed", 0)):
+        try:
+            args[key] = int(args[key])
+        except ValueError:
+            raise UsageError(f"{key}={args[key]} is invalid: must be an integer") from None
+        if args[key] < low:
+            raise UsageError(f"{key}={args[key]} is invalid: must be >= {low}")
+    if args["checkpoints"] not in ("latest", "all"):
+        raise UsageError(f"checkpoints={args['checkpoints']} is invalid: allowed latest, all")
+    if str(args["bots"]).lower() not in ("true", "false"):
+        raise UsageError(f"bots={args['bots']} is invalid: allowed true, false")
+    args["bots"] = str(args["bots"]).lower() == "true"
+    return specs, args
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if any(a in ("-h", "--help", "help") for a in argv):
+        print(USAGE)
+        return 0
+    try:
+        specs, args = parse_args(argv)
+        from jaxrl.opponents import rating
+        from jaxrl.run.loggers import write_json
+
+        found = rating.players(specs, args["checkpoints"], args["bots"])
+        first_run = next((p.run_dir for p in found if p.run_dir), None)
+        out = Path(args["out"]).expanduser() if args["out"] else Path(first_run or ".")
+        if out.exists() and not out.is_dir():
+            raise UsageError(f"out={args['out']} is a file: give a directory")
+        print(f"rating {len(found)} players, {len(found) * (len(found) - 1) // 2} pairs x {args['games']} games")
+        result = rating.rate(found, args["games"], args["seed"])
+        out.mkdir(parents=True, exist_ok=True)
+        write_json(out / "ratings.json", result)
+        rating.plot(result, out / "ratings.png")
+    except (UsageError, ConfigError, CheckpointError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    except OSError as e:
+        print(f"error: {e.filename or ''} cannot be written ({e.strerror or e})", file=sys.stderr)
+        return 2
+    rating.report(result)
+    print(f"saved {out / 'ratings.json'} and {out / 'ratings.png'}")
+    return 0
+
+
+if __name__ == "__main__":
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    sys.exit(main())
