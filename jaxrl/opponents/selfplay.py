@@ -28,7 +28,7 @@ from flax import struct
 from jaxrl.core.stats import all_finite
 from jaxrl.core.vector import VectorEnv
 from jaxrl.errors import ConfigError
-from jaxrl.opponents.pool import Pool, grouped_apply
+from jaxrl.opponents.pool import SPARE, Pool, grouped_apply
 
 DRAW_SALT = 0x5EED_0101  # the pool slot a new game draws (hashed from the world's step key)
 ACT_SALT = 0x5EED_0102  # the opponents' action noise
@@ -41,8 +41,8 @@ class Seats:
     env: Any  # (worlds, ...) the env's states
     slot: jax.Array  # (worlds,) int32, the pool slot this game's opponents play; -1: the env's bots
     carry: Any  # (worlds, seats, ...) the opponents' recurrent state (None: feed-forward)
-    wins: jax.Array  # (worlds, K) float32, opponent wins (draws half) per slot since the last update's fold
-    games: jax.Array  # (worlds, K) float32, games ended per slot since then
+    wins: jax.Array  # (worlds, slots) float32, opponent wins (draws half) per slot since the last update's fold
+    games: jax.Array  # (worlds, slots) float32, games ended per slot since then
     pool: Pool | None = None  # the snapshots (no worlds axis; `SelfPlay` fills it in after the first reset)
 
 
@@ -72,7 +72,7 @@ class SelfPlayVector(VectorEnv):
         self.seats = env.opponent_slots
         self.scores, self.sampled, self.initial_carry = scores, sampled, initial_carry
         self.settings = settings
-        self.pool_size = settings.pool_size
+        self.slots = settings.pool_size + SPARE  # the pool's slots (`Pool.empty`)
         self.bot_worlds = round(settings.bot_share * num_envs)  # worlds 0 .. bot_worlds-1 play the bots
 
     def _carry(self, worlds: int) -> Any:
@@ -92,7 +92,7 @@ class SelfPlayVector(VectorEnv):
         """Fresh worlds; their games draw from `pool` (None: the bots, and `Seats.pool` stays empty)."""
         keys = jax.random.split(key, self.num_envs)
         obs, state = jax.vmap(self.env.reset, in_axes=(0, None))(keys, params)
-        zeros = jnp.zeros((self.num_envs, self.pool_size), jnp.float32)
+        zeros = jnp.zeros((self.num_envs, self.slots), jnp.float32)
         seats = Seats(state, self._draw(keys, pool), self._carry(self.num_envs), zeros, zeros, pool)
         return self._flat(obs), seats
 
@@ -126,7 +126,7 @@ class SelfPlayVector(VectorEnv):
         # Results of the self-play games that ended, then the next games' slots and fresh opponent state.
         ended = done[split:]
         lost = (1.0 - self.env.learner_result(jax.tree.map(lambda x: x[split:], info))) * ended
-        hot = (slot[:, None] == jnp.arange(self.pool_size)[None, :]) & ended[:, None]
+        hot = (slot[:, None] == jnp.arange(self.slots)[None, :]) & ended[:, None]
         pad = lambda x: jnp.concatenate([jnp.zeros((split, *x.shape[1:]), x.dtype), x]) if split else x
         wins = state.wins + pad(jnp.where(hot, lost[:, None], 0.0))
         games = state.games + pad(hot.astype(jnp.float32))
@@ -214,7 +214,7 @@ class SelfPlay:
         played = jnp.sum(games)
         learner = {
             **stats.learner,
-            "pool_filled": jnp.minimum(pool.filled, pool.size).astype(jnp.float32),
+            "pool_filled": jnp.sum(pool.active).astype(jnp.float32),
             "pool_games": played,
             "pool_win_rate": jnp.where(played > 0, 1.0 - jnp.sum(wins) / jnp.maximum(played, 1.0), jnp.nan),
         }
@@ -227,7 +227,8 @@ class SelfPlay:
         since = runner.update - max(s.start, 1)
         when = (since >= 0) & (since % s.snapshot_every == 0)
         seats = runner.envs.state
-        pool = seats.pool.push(self.algo.policy_params(runner), when, runner.update)
+        in_use = jnp.any(seats.slot[:, None] == jnp.arange(seats.pool.slots)[None, :], axis=0)
+        pool = seats.pool.push(self.algo.policy_params(runner), when, runner.update, in_use)
         return runner.replace(envs=runner.envs.replace(state=seats.replace(pool=pool)))
 
 

@@ -44,7 +44,8 @@ def test_the_pool_holds_only_snapshots_taken_after_start_never_the_initial_weigh
         taken[u] = algo.policy_params(runner)
         pushes = 0 if u < 2 else (u - 2) // 2 + 1  # after updates 2, 4, 6
         assert int(pool.filled) == pushes, u
-        for slot in range(min(pushes, 2)):
+        assert int(np.sum(pool.active)) == min(pushes, 2)
+        for slot in np.flatnonzero(np.asarray(pool.pushed_at) >= 0):
             when = int(pool.pushed_at[slot])
             assert when >= 2 and when % 2 == 0
             snapshot = jax.tree.map(lambda x, s=slot: x[s], pool.params)
@@ -52,7 +53,11 @@ def test_the_pool_holds_only_snapshots_taken_after_start_never_the_initial_weigh
             assert not leaves_equal(snapshot, initial)
         if pushes == 0:
             assert np.all(np.asarray(runner.envs.state.slot) == -1)  # no game draws from an empty pool
-    assert sorted(int(t) for t in runner.envs.state.pool.pushed_at) == [4, 6]  # the oldest (2) was replaced
+    pool = runner.envs.state.pool
+    assert sorted(np.asarray(pool.pushed_at)[np.asarray(pool.active)].tolist()) == [
+        4,
+        6,
+    ]  # 2 retired: no new game draws it
 
 
 def filled_pool(algo, runner, size: int) -> Pool:
@@ -82,7 +87,9 @@ def play(prog, steps_: int, push_every: int = 0, seed: int = 0):
     for t in range(steps_):
         key, k_act, k_env = jax.random.split(key, 3)
         if push_every and t and t % push_every == 0:
-            pool = pool.push(algo.policy_params(runner), jnp.bool_(True), jnp.int32(100 + t))
+            in_use = np.isin(np.arange(pool.slots), np.asarray(state.slot))
+            params_t = jax.tree.map(lambda x, t=t: x * (1.0 + 0.01 * t), algo.policy_params(runner))
+            pool = pool.push(params_t, jnp.bool_(True), jnp.int32(100 + t), jnp.asarray(in_use))
         action = jax.random.randint(k_act, (vec.num_envs,), 0, 3)
         before = np.asarray(state.slot)
         _, state, _, _, _, info = step(vec.step_keys(k_env, 1)[0], state, action, pool)
@@ -91,13 +98,19 @@ def play(prog, steps_: int, push_every: int = 0, seed: int = 0):
 
 
 def test_an_opponent_is_fixed_for_its_whole_game_across_updates():
-    prog = program("selfplay.sampling=latest", "selfplay.bot_share=0.25")
+    prog = program("selfplay.sampling=latest", "selfplay.bot_share=0.25", "selfplay.pool_size=1")
     trace, vec = play(prog, 120, push_every=15)
     spanned = 0
+    weights = lambda pool: np.asarray(jax.tree.leaves(pool.params)[0])  # (slots, ...) one leaf per slot
     for t, (before, done, after, _, pool) in enumerate(trace):
         kept = ~done
-        np.testing.assert_array_equal(after[kept], before[kept])  # mid-game: never changes
-        newest = (int(pool.filled) - 1) % pool.size
+        np.testing.assert_array_equal(after[kept], before[kept])  # mid-game: the slot never changes
+        if t:
+            playing = np.unique(before[kept & (before >= 0)])
+            old, new = weights(trace[t - 1][4]), weights(pool)
+            for slot in playing:  # nor do the parameters of any slot a game plays
+                np.testing.assert_array_equal(new[slot], old[slot])
+        newest = int(np.argmax(np.where(np.asarray(pool.active), np.asarray(pool.pushed_at), -1)))
         selfplay_worlds = np.arange(vec.num_envs) >= vec.bot_worlds
         assert np.all(after[done & selfplay_worlds] == newest)  # latest: a new game takes the newest
         assert np.all(after[: vec.bot_worlds] == -1)  # the bots' worlds never play the pool
@@ -135,25 +148,45 @@ def test_grouped_apply_gives_each_world_its_own_slots_output():
 
 def test_prioritized_sampling_prefers_the_snapshots_that_beat_the_learner():
     params = {"w": jnp.zeros(2)}
-    pool = Pool.empty(params, 4)
+    pool = Pool.empty(params, 4)  # 4 active snapshots in 6 slots
     u = jax.random.uniform(jax.random.key(0), (40_000,))
     assert np.all(np.asarray(pool.draw(u, pool.weights("prioritized", 2.0))) == -1)  # empty: nobody drawn
     for i in range(3):
         pool = pool.push(params, jnp.bool_(True), jnp.int32(i + 1))
-    pool = pool.replace(wins=jnp.array([88.0, 8.0, 49.0, 0.0]), games=jnp.array([98.0, 98.0, 98.0, 0.0]))
+    z = [0.0, 0.0, 0.0]
+    pool = pool.replace(wins=jnp.array([88.0, 8.0, 49.0, *z]), games=jnp.array([98.0, 98.0, 98.0, *z]))
     rate = np.asarray(pool.win_rate())
     np.testing.assert_allclose(rate[:3], [0.89, 0.09, 0.5])
-    share = np.bincount(np.asarray(pool.draw(u, pool.weights("prioritized", 2.0))), minlength=4) / u.size
-    want = np.append(rate[:3] ** 2, 0.0)
-    np.testing.assert_allclose(share, want / want.sum(), atol=0.01)  # slot 3 is empty: never drawn
+    draws = lambda sampling: np.bincount(np.asarray(pool.draw(u, pool.weights(sampling, 2.0))), minlength=6) / u.size
+    share = draws("prioritized")
+    want = np.append(rate[:3] ** 2, z)
+    np.testing.assert_allclose(share, want / want.sum(), atol=0.01)  # slots 3-5 hold nothing: never drawn
     assert share[0] > share[2] > share[1]
-    share = np.bincount(np.asarray(pool.draw(u, pool.weights("uniform", 2.0))), minlength=4) / u.size
-    np.testing.assert_allclose(share, [1 / 3, 1 / 3, 1 / 3, 0], atol=0.01)
+    np.testing.assert_allclose(draws("uniform"), [1 / 3, 1 / 3, 1 / 3, *z], atol=0.01)
     assert set(np.asarray(pool.draw(u, pool.weights("latest", 2.0))).tolist()) == {2}
-    counted = pool.record(jnp.array([1.0, 0, 0, 0]), jnp.array([1.0, 1, 0, 0]))
+    counted = pool.record(jnp.array([1.0, 0, *z, 0]), jnp.array([1.0, 1, *z, 0]))
     np.testing.assert_allclose(np.asarray(counted.wins)[:2], [88 * 0.99 + 1, 8 * 0.99], rtol=1e-6)
     pushed = pool.push(params, jnp.bool_(True), jnp.int32(9))  # slot 3 filled: counts start from nothing
     assert float(pushed.games[3]) == 0 and int(pushed.pushed_at[3]) == 9 and float(pushed.games[0]) == 98
+
+
+def test_a_push_never_overwrites_a_snapshot_a_game_still_plays():
+    params = {"w": jnp.zeros(2)}
+    snap = lambda v: {"w": jnp.full(2, float(v))}
+    pool = Pool.empty(params, 1)  # one active snapshot, two spare slots
+    in_use = lambda *slots: jnp.isin(jnp.arange(pool.slots), jnp.array(slots, jnp.int32))
+    pool = pool.push(snap(1), jnp.bool_(True), jnp.int32(1))
+    assert np.asarray(pool.active).tolist() == [True, False, False]
+    pool = pool.push(snap(2), jnp.bool_(True), jnp.int32(2), in_use(0))  # slot 0 retires, its games go on
+    assert np.asarray(pool.active).tolist() == [False, True, False] and float(pool.params["w"][0, 0]) == 1
+    pool = pool.push(snap(3), jnp.bool_(True), jnp.int32(3), in_use(0, 1))
+    assert np.asarray(pool.active).tolist() == [False, False, True] and float(pool.params["w"][0, 0]) == 1
+    held = pool.push(snap(4), jnp.bool_(True), jnp.int32(4), in_use(0, 1, 2))  # nothing free: the push waits
+    assert int(held.filled) == int(pool.filled) and np.array_equal(
+        np.asarray(held.params["w"]), np.asarray(pool.params["w"])
+    )
+    freed = pool.push(snap(4), jnp.bool_(True), jnp.int32(4), in_use(1, 2))  # slot 0's games ended
+    assert np.asarray(freed.active).tolist() == [True, False, False] and float(freed.params["w"][0, 0]) == 4
 
 
 def test_selfplay_trains_the_grid_against_its_own_collectors():
