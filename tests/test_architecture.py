@@ -93,10 +93,10 @@ def test_the_cycle_check_finds_a_cycle_through_a_function_level_import(tmp_path)
 
 def test_jaxrl_keeps_its_roles_in_folders():
     """At most about ten modules directly in jaxrl/; the device side, algorithms, the host side of a run,
-    configuration and scale-out each have a folder."""
+    configuration, scale-out and opponents each have a folder."""
     top = sorted(p.name for p in (ROOT / "jaxrl").glob("*.py"))
     assert len(top) <= 10, top
-    for folder in ("core", "algos", "run", "config", "scale"):
+    for folder in ("core", "algos", "run", "config", "scale", "opponents"):
         assert (ROOT / "jaxrl" / folder / "__init__.py").is_file(), folder
 
 

@@ -41,8 +41,9 @@ class Seats:
     env: Any  # (worlds, ...) the env's states
     slot: jax.Array  # (worlds,) int32, the pool slot this game's opponents play; -1: the env's bots
     carry: Any  # (worlds, seats, ...) the opponents' recurrent state (None: feed-forward)
-    wins: jax.Array  # (worlds, slots) float32, opponent wins (draws half) per slot since the last update's fold
-    games: jax.Array  # (worlds, slots) float32, games ended per slot since then
+    wins: jax.Array  # (worlds, slots + 1) float32, opponent wins (draws half) per slot since the last update's
+    #   fold; the last column: the bots' wins in the games they played
+    games: jax.Array  # (worlds, slots + 1) float32, games ended per slot (and against the bots) since then
     pool: Pool | None = None  # the snapshots (no worlds axis; `SelfPlay` fills it in after the first reset)
 
 
@@ -92,7 +93,7 @@ class SelfPlayVector(VectorEnv):
         """Fresh worlds; their games draw from `pool` (None: the bots, and `Seats.pool` stays empty)."""
         keys = jax.random.split(key, self.num_envs)
         obs, state = jax.vmap(self.env.reset, in_axes=(0, None))(keys, params)
-        zeros = jnp.zeros((self.num_envs, self.slots), jnp.float32)
+        zeros = jnp.zeros((self.num_envs, self.slots + 1), jnp.float32)
         seats = Seats(state, self._draw(keys, pool), self._carry(self.num_envs), zeros, zeros, pool)
         return self._flat(obs), seats
 
@@ -125,11 +126,11 @@ class SelfPlayVector(VectorEnv):
         done = terminated | truncated
         # Results of the self-play games that ended, then the next games' slots and fresh opponent state.
         ended = done[split:]
-        lost = (1.0 - self.env.learner_result(jax.tree.map(lambda x: x[split:], info))) * ended
-        hot = (slot[:, None] == jnp.arange(self.slots)[None, :]) & ended[:, None]
-        pad = lambda x: jnp.concatenate([jnp.zeros((split, *x.shape[1:]), x.dtype), x]) if split else x
-        wins = state.wins + pad(jnp.where(hot, lost[:, None], 0.0))
-        games = state.games + pad(hot.astype(jnp.float32))
+        lost = 1.0 - self.env.learner_result(info)  # (worlds,), read where a game ended
+        column = jnp.where(state.slot >= 0, state.slot, self.slots)  # the bots' games count in the last column
+        hot = (column[:, None] == jnp.arange(self.slots + 1)[None, :]) & done[:, None]
+        wins = state.wins + jnp.where(hot, lost[:, None], 0.0)
+        games = state.games + hot.astype(jnp.float32)
         new_slot = jnp.where(done, self._draw(keys, pool), state.slot)
         if carry is not None:
             fresh = self._carry(self.num_envs - split)
@@ -208,15 +209,21 @@ class SelfPlay:
         finite = stats.finite if stats.finite is not None else all_finite(stats.learner)
         seats = runner.envs.state
         wins, games = jnp.sum(seats.wins, axis=0), jnp.sum(seats.games, axis=0)
-        pool = seats.pool.record(wins, games)
+        pool = seats.pool.record(wins[:-1], games[:-1])
         seats = seats.replace(wins=jnp.zeros_like(seats.wins), games=jnp.zeros_like(seats.games), pool=pool)
         runner = runner.replace(envs=runner.envs.replace(state=seats))
-        played = jnp.sum(games)
+        score = lambda won, n: jnp.where(n > 0, 1.0 - won / jnp.maximum(n, 1.0), jnp.nan)  # the learner's
+        played = jnp.sum(games[:-1])
+        against_pool = score(jnp.sum(wins[:-1]), played)
+        p = jnp.clip(against_pool, 0.01, 0.99)
         learner = {
             **stats.learner,
             "pool_filled": jnp.sum(pool.active).astype(jnp.float32),
             "pool_games": played,
-            "pool_win_rate": jnp.where(played > 0, 1.0 - jnp.sum(wins) / jnp.maximum(played, 1.0), jnp.nan),
+            "pool_score": against_pool,
+            "pool_rating": 400.0 * jnp.log10(p / (1.0 - p)),  # Elo points above the snapshots it met
+            "bots_games": games[-1],
+            "bots_score": score(wins[-1], games[-1]),
         }
         return self._push(runner), stats.replace(learner=learner, finite=finite)
 
