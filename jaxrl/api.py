@@ -209,8 +209,8 @@ class Run:
         {"a_wins", "b_wins", "draws", "a_score", "a_placement", "b_placement", ...}, this run as `a`."""
         from jaxrl.opponents import headtohead
 
-        me = headtohead.player(f"{self.run_dir}@{step}" if step is not None else self, flag="run")
-        return headtohead.play_pair(me, headtohead.player(other), episodes, seed)
+        me = headtohead.player(f"{self.run_dir}@{step}" if step is not None else self, load, flag="run")
+        return headtohead.play_pair(me, headtohead.player(other, load), episodes, seed)
 
     def env(self) -> tuple[Any, Any]:
         """(env, env_params) as the run's config builds them: the settings it trained with (a

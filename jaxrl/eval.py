@@ -173,7 +173,8 @@ def main(argv: list[str] | None = None) -> int:
             from jaxrl.opponents import headtohead
 
             keep = ("episodes", "seed", "step", "render", "fps", "out")
-            result = headtohead.versus(run, args["vs"], **{("games" if k == "episodes" else k): args[k] for k in keep})
+            settings = {("games" if k == "episodes" else k): args[k] for k in keep}
+            result = headtohead.versus(run, args["vs"], load, **settings)
             headtohead.report(result)
             return 0
         args.pop("vs")

@@ -64,10 +64,11 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     try:
         specs, args = parse_args(argv)
+        from jaxrl.api import load
         from jaxrl.opponents import rating
         from jaxrl.run.loggers import write_json
 
-        found = rating.players(specs, args["checkpoints"], args["bots"])
+        found = rating.players(specs, load, args["checkpoints"], args["bots"])
         first_run = next((p.run_dir for p in found if p.run_dir), None)
         out = Path(args["out"]).expanduser() if args["out"] else Path(first_run or ".")
         if out.exists() and not out.is_dir():

@@ -10,6 +10,11 @@
 - Bots: each kind in the first seat against 3 of each kind, 4 snakes on 11x11, a game ending when the
   first seat dies (as a learner's does): its win rate (last snake standing), mean placement and length.
 - PPO: steps/s of the shipped `env=arena` config (one compiled chunk, after compile).
+- Self-play: the same config with `opponents=selfplay` (a pool of 8, the first snapshot after update 1,
+  timed after 8 updates so that nearly every game plays the pool), beside bots-only training measured
+  right before it, and where a self-play step's time goes at the config's num_envs: the env step with
+  the bots against the env step with given opponents, the opponents' views, their forward pass through
+  the pool's segments, and one forward pass shared by all (the floor no per-game choice can beat).
 - PufferLib's configuration: `env=arena_open` (envs/arena_open.py) on PufferLib Snake's default map per
   env (640x360, 256 snakes, 4096 food, an 11x11 crop: its vision 5), env only against the number of
   worlds, snake-steps/s in all and per core (in all / the machine's cores).
@@ -26,6 +31,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import time
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -204,12 +210,94 @@ def ppo_speed(ctx: Context) -> dict[str, Any]:
     return program_sps(overrides, ctx.pick(256, 2_000_000, 5_000_000))
 
 
+SELFPLAY = ["opponents=selfplay", "selfplay.start=1", "selfplay.snapshot_every=2", "selfplay.bot_share=0.2"]
+
+
+def selfplay_speed(ctx: Context) -> dict[str, Any]:
+    """Bots-only and self-play PPO steps/s side by side (twice, interleaved), and the split of a self-play step."""
+    from jaxrl.bench.parts.train import timed_chunk
+
+    from jaxrl.config.compose import compose_config
+    from jaxrl.run import build
+
+    small = ctx.pick(["num_envs=16", "algo.num_steps=8"], [], [])
+    target = ctx.pick(256, 2_000_000, 5_000_000)
+    rows = []
+    for _ in range(ctx.pick(1, 2, 2)):
+        for label, extra in (("bots", []), ("selfplay", SELFPLAY)):
+            cfg, _ = compose_config(["env=arena", *small, *extra, "progress=false"])
+            updates = max(2, target // build.program(cfg).steps_per_update)
+            rows.append({"label": label, **timed_chunk(cfg, updates, warmup=8)})
+    mean = lambda label: float(np.mean([r["sps"] for r in rows if r["label"] == label]))
+    out = {"rows": rows, "bots_sps": mean("bots"), "selfplay_sps": mean("selfplay")}
+    out["ratio"] = out["selfplay_sps"] / out["bots_sps"]
+    out["split_ms"] = selfplay_split(small)
+    ctx.say(
+        f"self-play PPO {fmt_rate(out['selfplay_sps'])} steps/s vs bots-only {fmt_rate(out['bots_sps'])}"
+        f" ({fmt_ratio(out['ratio'])}); per step ms: " + ", ".join(f"{k} {v:.2f}" for k, v in out["split_ms"].items())
+    )
+    return out
+
+
+def selfplay_split(small: list[str]) -> dict[str, float]:
+    """Milliseconds per vector step of a self-play batch's pieces, every self-play world playing one of 8
+    distinct snapshots (best of 5 rounds of 20 calls each)."""
+    from jaxrl.config.compose import compose_config
+    from jaxrl.core.vector import VectorEnv
+    from jaxrl.opponents.pool import grouped_apply
+    from jaxrl.run import build
+
+    cfg, _ = compose_config(["env=arena", *small, *SELFPLAY, "selfplay.bot_share=0", "progress=false"])
+    algo = build.program(cfg).algo
+    vec, env = algo.algo.vec, algo.algo.vec.env
+    runner = jax.jit(algo.init)(jax.random.key(0))
+    pool = runner.envs.state.pool
+    for i in range(pool.size):
+        scaled = jax.tree.map(lambda x, i=i: x * (1.0 + 0.1 * i), algo.policy_params(runner))
+        pool = pool.push(scaled, jnp.bool_(True), jnp.int32(i + 1))
+    state = runner.envs.state.replace(
+        pool=pool, slot=jax.random.randint(jax.random.key(1), (cfg.num_envs,), 0, pool.size)
+    )
+    keys = vec.step_keys(jax.random.key(2), 1)[0]
+    params = runner.envs.params
+    action = jnp.ones(cfg.num_envs, jnp.int32)
+    plain = VectorEnv(env, cfg.num_envs)
+    obs = jax.vmap(env.opponent_obs)(state.env)
+    given = jnp.ones((cfg.num_envs, env.num_snakes), jnp.int32)
+    one = jax.tree.map(lambda x: x[0], pool.params)
+    flat = obs.reshape(-1, *obs.shape[2:])
+    pieces = {
+        "env step with the bots": lambda: plain.step(keys, state.env, action, params)[0],
+        "env step with given opponents": lambda: jax.vmap(vec.versus.step, in_axes=(0, 0, 0, None))(
+            keys, state.env, given, params
+        )[0],
+        "opponents' views": lambda: jax.vmap(env.opponent_obs)(state.env),
+        "opponents' forward (pool segments)": lambda: grouped_apply(vec.scores, pool.params, state.slot, obs, None)[1],
+        "one shared forward (floor)": lambda: vec.scores(one, None, flat)[1],
+        "self-play vector step": lambda: vec.step(keys, state, action, params)[0],
+    }
+    out = {}
+    for name, fn in pieces.items():
+        f = jax.jit(fn)
+        jax.block_until_ready(f())
+        rounds = []
+        for _ in range(5):
+            t0 = time.perf_counter()
+            for _ in range(20):
+                r = f()
+            jax.block_until_ready(r)
+            rounds.append((time.perf_counter() - t0) / 20 * 1e3)
+        out[name] = min(rounds)
+    return out
+
+
 def run(ctx: Context) -> dict[str, Any]:
     out: dict[str, Any] = {
         "env": env_speed(ctx),
         "open": open_speed(ctx),
         "bots": bot_table(ctx),
         "ppo": ppo_speed(ctx),
+        "selfplay": selfplay_speed(ctx),
     }
     out["ppo"]["config"] = "env=arena (configs/tuned/ppo_arena.yaml)"
     ctx.say(f"PPO on the arena: {fmt_rate(out['ppo']['sps'])} steps/s (compile {out['ppo']['compile_s']:.1f} s)")
@@ -243,6 +331,11 @@ def headlines(out: dict[str, Any]) -> list[dict[str, str]]:
         },
         {"what": "PPO on the arena (shipped config)", "figure": f"{fmt_rate(out['ppo']['sps'])} steps/s"},
         {
+            "what": "PPO self-play on the arena (shipped config, pool of 8) beside bots-only",
+            "figure": f"{fmt_rate(out['selfplay']['selfplay_sps'])} vs {fmt_rate(out['selfplay']['bots_sps'])} steps/s"
+            f" ({fmt_ratio(out['selfplay']['ratio'])})",
+        },
+        {
             "what": "Open arena on PufferLib Snake's map (640x360, 256 snakes, 11x11 crop), env only",
             "figure": f"{fmt_rate(top['snake_sps'])} snake-steps/s at {top['worlds']} worlds"
             f" ({fmt_rate(top['per_core'])} per core); PufferLib: {PUFFERLIB_PUBLISHED}",
@@ -270,6 +363,18 @@ def report(result: dict[str, Any]) -> str:
         )
     ppo = result["ppo"]
     md += ["", f"**PPO** ({ppo['config']}): {fmt_rate(ppo['sps'])} steps/s, compile {ppo['compile_s']:.1f} s", ""]
+    sp = result["selfplay"]
+    md += [
+        (
+            f"**Self-play** (the same config, `opponents=selfplay`, a pool of 8): {fmt_rate(sp['selfplay_sps'])}"
+            f" steps/s against bots-only {fmt_rate(sp['bots_sps'])} measured beside it ({fmt_ratio(sp['ratio'])})."
+        ),
+        "",
+        "| piece of a vector step (all worlds) | ms |",
+        "|---|---|",
+        *(f"| {k} | {v:.2f} |" for k, v in sp["split_ms"].items()),
+        "",
+    ]
     md += ["**Open arena** (`env=arena_open`, every snake a learner, env only)\n"]
     md += ["| map | snakes | worlds | snake-steps/s | per core | compile |", "|---|---|---|---|---|---|"]
     for r in result["open"]:

@@ -47,10 +47,10 @@ def bot(kind: str) -> Player:
     return Player(name=kind, bot=kind)
 
 
-def player(spec: Any, flag: str = "vs") -> Player:
-    """A player from a run directory (`PATH` or `PATH@STEP`), a `jaxrl.api.Run`, or a bot kind; UsageError, one
-    line naming `flag=spec`, when it is none of those or not an arena run with a readable checkpoint."""
-    from jaxrl.api import Run, load
+def player(spec: Any, load: Any, flag: str = "vs") -> Player:
+    """A player from a run directory (`PATH` or `PATH@STEP`, opened with `load`: `jaxrl.api.load`), a
+    `jaxrl.api.Run`, or a bot kind; UsageError, one line naming `flag=spec`, when it is none of those or
+    not an arena run with a readable checkpoint."""
     from jaxrl.config.schema import ConfigError
     from jaxrl.run.checkpoint import CheckpointError
 
@@ -59,7 +59,7 @@ def player(spec: Any, flag: str = "vs") -> Player:
     if isinstance(spec, str) and spec in BOTS:
         return bot(spec)
     step = None
-    if isinstance(spec, Run):
+    if hasattr(spec, "policy_of") and hasattr(spec, "restore"):  # a Run
         run = spec
     else:
         text = str(spec)
@@ -295,6 +295,7 @@ def _game(rules, params, a: Player, b: Player, mine: jax.Array, games: int, step
 def versus(
     run: Any,
     opponents: list[Any],
+    load: Any,
     games: int = 1000,
     seed: int = 0,
     step: int | None = None,
@@ -302,15 +303,16 @@ def versus(
     fps: int = 10,
     out: str | Path | None = None,
 ) -> dict[str, Any]:
-    """A run's greedy policy against each of `opponents` (runs or bot kinds), `games` games each: the pairs'
-    results, written to RUN_DIR/versus.json (and a GIF of one game against the last opponent: versus.gif)."""
+    """A run's greedy policy against each of `opponents` (runs or bot kinds; run directories opened with `load`),
+    `games` games each: the pairs' results, written to RUN_DIR/versus.json (and a GIF of one game against the
+    last opponent: versus.gif)."""
     from jaxrl.run.evaluation import _keep_previous, save_gif
     from jaxrl.run.loggers import write_json
 
     if not opponents:
         raise UsageError("vs= needs an opponent: a run directory, greedy or random_safe")
-    me = player(f"{run.run_dir}@{step}" if step is not None else run, flag="run_dir")
-    others = [player(spec) for spec in opponents]
+    me = player(f"{run.run_dir}@{step}" if step is not None else run, load, flag="run_dir")
+    others = [player(spec, load) for spec in opponents]
     for other in others:
         check_pair(me, other)
     pairs = [play_pair(me, other, games, seed) for other in others]

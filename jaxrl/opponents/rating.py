@@ -67,26 +67,26 @@ def fit(names: list[str], results: list[dict[str, Any]], anchor: str | None = No
     }
 
 
-def players(specs: list[str], checkpoints: str = "latest", bots: bool = True) -> list[headtohead.Player]:
-    """The players a rating plays: each run directory (its newest checkpoint, or every saved one with
-    checkpoints=all; `PATH@STEP` for one), and the two bots."""
+def players(specs: list[str], load: Any, checkpoints: str = "latest", bots: bool = True) -> list[headtohead.Player]:
+    """The players a rating plays: each run directory (opened with `load`, `jaxrl.api.load`: its newest
+    checkpoint, or every saved one with checkpoints=all; `PATH@STEP` for one), and the two bots."""
     from jaxrl.run.checkpoint import Checkpointer
 
     found: list[headtohead.Player] = []
     for spec in specs:
         if spec in headtohead.BOTS or checkpoints == "latest" or "@" in Path(spec).name:
-            found.append(headtohead.player(spec, flag="run"))
+            found.append(headtohead.player(spec, load, flag="run"))
             continue
         where = Path(spec).expanduser()
         if not (where / "checkpoints").is_dir():
-            found.append(headtohead.player(spec, flag="run"))  # says what is wrong with it
+            found.append(headtohead.player(spec, load, flag="run"))  # says what is wrong with it
             continue
         store = Checkpointer(where / "checkpoints")
         try:
             saved = store.steps()
         finally:
             store.close()
-        found.extend(headtohead.player(f"{where}@{s}", flag="run") for s in saved)
+        found.extend(headtohead.player(f"{where}@{s}", load, flag="run") for s in saved)
     if bots:
         found += [headtohead.bot(b) for b in headtohead.BOTS if all(p.name != b for p in found)]
     names = [p.name for p in found]

@@ -40,7 +40,7 @@ def runs(tmp_path_factory):
 
 
 def test_a_policy_against_itself_scores_half_with_the_seats_rotated(runs):
-    me = headtohead.player(str(runs["a"]))
+    me = headtohead.player(str(runs["a"]), jaxrl.load)
     _, _, mine, _ = headtohead._table(me, me, 10, None)
     np.testing.assert_array_equal(np.asarray(mine).sum(axis=0), [5, 5, 5, 5])  # each seat A's in half the games
     np.testing.assert_array_equal(np.asarray(mine).sum(axis=1), [2] * 10)
@@ -69,7 +69,7 @@ def test_eval_vs_plays_each_opponent_and_writes_the_table_and_a_gif(runs):
 def test_run_play_against_is_the_same_games(runs):
     run = jaxrl.load(runs["a"])
     got = run.play_against("random_safe", episodes=100, seed=2)
-    want = headtohead.play_pair(headtohead.player(str(runs["a"])), headtohead.bot("random_safe"), 100, 2)
+    want = headtohead.play_pair(headtohead.player(str(runs["a"]), jaxrl.load), headtohead.bot("random_safe"), 100, 2)
     assert {k: got[k] for k in ("a_wins", "b_wins", "draws")} == {k: want[k] for k in ("a_wins", "b_wins", "draws")}
 
 
@@ -115,6 +115,7 @@ def test_the_rating_fit_recovers_known_strengths():
     assert np.isfinite(one_sided["ratings"]["A"]) and one_sided["ratings"]["A"] > 400
 
 
+@pytest.mark.slow  # 15 pairs through the CLI (about 35 s); the fit and reproducibility stay in the default tier
 def test_rate_writes_the_table_and_plot_over_every_checkpoint(runs, tmp_path):
     proc = cli("jaxrl.rate", str(runs["a"]), str(runs["b"]), "games=40", "checkpoints=all", f"out={tmp_path}")
     assert proc.returncode == 0, proc.stderr[-2000:]
@@ -128,7 +129,7 @@ def test_rate_writes_the_table_and_plot_over_every_checkpoint(runs, tmp_path):
 
 
 def test_ratings_are_reproducible_and_agree_across_seeds_within_their_errors(runs):
-    found = rating.players([str(runs["a"]), str(runs["b"])])
+    found = rating.players([str(runs["a"]), str(runs["b"])], jaxrl.load)
     quiet = lambda line: None
     first, again = (rating.rate(found, games=150, seed=0, say=quiet)["table"] for _ in range(2))
     assert first == again  # same games, same table

@@ -203,6 +203,7 @@ def test_selfplay_trains_the_grid_against_its_own_collectors():
     assert np.all(np.asarray(runner.envs.state.slot) >= 0)  # every world now plays the pool
 
 
+@pytest.mark.slow  # three CLI runs (about 40 s); tests/run/test_checkpoint.py covers resume in the default tier
 def test_resume_in_the_middle_of_selfplay_is_bit_identical(tmp_path):
     settings = [
         *SMALL[:-1],
@@ -225,11 +226,17 @@ def test_resume_in_the_middle_of_selfplay_is_bit_identical(tmp_path):
     ("args", "message"),
     [
         (["selfplay.pool_size=0"], "selfplay.pool_size=0 is invalid: must be an integer from 1 to 1024"),
-        (["selfplay.sampling=best"], "selfplay.sampling=best is invalid: allowed latest, uniform, prioritized"),
-        (["selfplay.bot_share=1"], "selfplay.bot_share=1"),
-        (["opponents=friends"], "opponents=friends is invalid: allowed bots, selfplay"),
+        pytest.param(
+            ["selfplay.sampling=best"],
+            "selfplay.sampling=best is invalid: allowed latest, uniform, prioritized",
+            marks=pytest.mark.slow,
+        ),
+        pytest.param(["selfplay.bot_share=1"], "selfplay.bot_share=1", marks=pytest.mark.slow),
+        pytest.param(
+            ["opponents=friends"], "opponents=friends is invalid: allowed bots, selfplay", marks=pytest.mark.slow
+        ),
         (["env=snake"], "opponents=selfplay needs an env with opponents"),
-        (["env=grid"], "opponents=selfplay needs opponent seats"),
+        pytest.param(["env=grid"], "opponents=selfplay needs opponent seats", marks=pytest.mark.slow),
     ],
 )
 def test_bad_selfplay_settings_are_one_line(args, message, tmp_path):
