@@ -57,6 +57,11 @@ SLOW_TIER = {
     "tests/scale/test_sweep.py::test_sweep_outputs_name_every_member",
     "tests/core/test_precision.py::test_precision_is_written_to_config_yaml_and_a_resumed_run_keeps_it",
     "tests/run/test_reliability.py::test_an_apple_reward_that_overflows_the_return_reaches_the_guard",
+    # self-play with the other learners and bf16 variants (PPO's self-play tests and the first bf16 variants stay)
+    "tests/opponents/test_selfplay.py::test_selfplay_runs_with_every_learner_and_several_seeds[dqn]",
+    "tests/opponents/test_selfplay.py::test_selfplay_runs_with_every_learner_and_several_seeds[pqn]",
+    "tests/core/test_precision.py::test_bf16_update_keeps_parameters_and_optimizer_state_float32[ppo-gaussian]",
+    "tests/core/test_precision.py::test_bf16_network_computes_in_bfloat16_from_float32_parameters_forward_and_backward[q-network]",
     # the SB3 peer's process hygiene (the bench's peer, not the library)
     "tests/bench/test_sb3_peer.py::test_subproc_workers_are_gone_after_a_run",
     # learning checks

@@ -266,25 +266,31 @@ def selfplay_split(small: list[str]) -> dict[str, float]:
     given = jnp.ones((cfg.num_envs, env.num_snakes), jnp.int32)
     one = jax.tree.map(lambda x: x[0], pool.params)
     flat = obs.reshape(-1, *obs.shape[2:])
+    # Every input is an argument of the jitted piece: closed-over arrays become constants that XLA may fold
+    # away (a shared forward on constant weights and views compiled to nothing).
     pieces = {
-        "env step with the bots": lambda: plain.step(keys, state.env, action, params)[0],
-        "env step with given opponents": lambda: jax.vmap(vec.versus.step, in_axes=(0, 0, 0, None))(
-            keys, state.env, given, params
-        )[0],
-        "opponents' views": lambda: jax.vmap(env.opponent_obs)(state.env),
-        "opponents' forward (pool segments)": lambda: grouped_apply(vec.scores, pool.params, state.slot, obs, None)[1],
-        "one shared forward (floor)": lambda: vec.scores(one, None, flat)[1],
-        "self-play vector step": lambda: vec.step(keys, state, action, params)[0],
+        "env step with the bots": (lambda k, s, a, p: plain.step(k, s, a, p)[0], (keys, state.env, action, params)),
+        "env step with given opponents": (
+            lambda k, s, g, p: jax.vmap(vec.versus.step, in_axes=(0, 0, 0, None))(k, s, g, p)[0],
+            (keys, state.env, given, params),
+        ),
+        "opponents' views": (jax.vmap(env.opponent_obs), (state.env,)),
+        "opponents' forward (pool segments)": (
+            lambda w, i, o: grouped_apply(vec.scores, w, i, o, None)[1],
+            (pool.params, state.slot, obs),
+        ),
+        "one shared forward (floor)": (lambda w, o: vec.scores(w, None, o)[1], (one, flat)),
+        "self-play vector step": (lambda k, s, a, p: vec.step(k, s, a, p)[0], (keys, state, action, params)),
     }
     out = {}
-    for name, fn in pieces.items():
+    for name, (fn, args) in pieces.items():
         f = jax.jit(fn)
-        jax.block_until_ready(f())
+        jax.block_until_ready(f(*args))
         rounds = []
         for _ in range(5):
             t0 = time.perf_counter()
             for _ in range(20):
-                r = f()
+                r = f(*args)
             jax.block_until_ready(r)
             rounds.append((time.perf_counter() - t0) / 20 * 1e3)
         out[name] = min(rounds)

@@ -145,13 +145,15 @@ def _table(a: Player, b: Player, games: int, max_steps: int | None):
 def play_pair(a: Player, b: Player, games: int = 1000, seed: int = 0, max_steps: int | None = None) -> dict[str, Any]:
     """`games` games of `a` against `b` (seats rotated); wins, draws and placements per side."""
     rules, params, mine, steps = _table(a, b, games, max_steps)
-    start, advance, finish = _game(rules, params, a, b, mine, games, steps)
 
-    def run(key: jax.Array) -> dict[str, jax.Array]:
+    def run(key: jax.Array, weights: Any, params: Any, mine: jax.Array) -> dict[str, jax.Array]:
+        start, advance, finish = _game(rules, params, a, b, weights, mine, games, steps)
         end = jax.lax.while_loop(lambda c: ~jnp.all(c["over"]) & (c["t"] < steps), advance, start(key))
         return finish(end)
 
-    out = jax.device_get(jax.jit(run)(jax.random.key(seed)))
+    # The weights and rules are arguments, not constants: pairs of runs with one architecture (a rating's
+    # round robin, another seed) compile one program, which the persistent compilation cache then serves.
+    out = jax.device_get(jax.jit(run)(jax.random.key(seed), _weights(a, b), params, mine))
     a_won, b_won = out["a_won"], out["b_won"]
     draws = games - int(a_won.sum()) - int(b_won.sum())
     return {
@@ -177,9 +179,10 @@ def record_game(a: Player, b: Player, seed: int = 0, max_steps: int | None = Non
     from jaxrl.envs.arena import SNAKE_COLOURS
 
     rules, params, mine, steps = _table(a, b, 1, max_steps)
-    start, advance, finish = _game(rules, params, a, b, mine, 1, steps)
 
-    def run(key: jax.Array):
+    def run(key: jax.Array, weights: Any, params: Any, mine: jax.Array):
+        start, advance, finish = _game(rules, params, a, b, weights, mine, 1, steps)
+
         def body(c, _):
             c = advance(c)
             return c, (
@@ -200,7 +203,9 @@ def record_game(a: Player, b: Player, seed: int = 0, max_steps: int | None = Non
         frames = jax.tree.map(lambda x, y: jnp.concatenate([x[None], y]), first, rest)
         return frames, finish(end)
 
-    (frames, over, length, alive), out = jax.device_get(jax.jit(run)(jax.random.key(seed)))
+    (frames, over, length, alive), out = jax.device_get(
+        jax.jit(run)(jax.random.key(seed), _weights(a, b), params, mine)
+    )
     shown = int(np.argmax(over)) + 1 if over.any() else len(over)  # up to the frame where the game ended
     colour = {(60, 220, 90): "green", (70, 140, 255): "blue", (255, 170, 40): "orange", (200, 90, 230): "purple"}
     result = "A wins" if out["a_won"][0] else "B wins" if out["b_won"][0] else "draw"
@@ -215,8 +220,13 @@ def record_game(a: Player, b: Player, seed: int = 0, max_steps: int | None = Non
     return np.asarray(frames[:shown]), captions
 
 
-def _actions(p: Player, rules: Any, state: Any, carry: Any, key: jax.Array) -> tuple[Any, jax.Array]:
-    """(carry, (games, seats) relative actions) of player `p` for every seat of every game."""
+def _weights(a: Player, b: Player) -> tuple[Any, Any]:
+    """Each side's network weights (None for a bot)."""
+    return tuple(None if p.bot is not None else p.policy.params for p in (a, b))
+
+
+def _actions(p: Player, weights: Any, rules: Any, state: Any, carry: Any, key: jax.Array) -> tuple[Any, jax.Array]:
+    """(carry, (games, seats) relative actions) of player `p` (network `weights`) for every seat of every game."""
     games, seats = state.alive.shape
     if p.bot is not None:
         scripted = state.replace(greedy=jnp.full_like(state.alive, p.bot == "greedy"))
@@ -225,12 +235,13 @@ def _actions(p: Player, rules: Any, state: Any, carry: Any, key: jax.Array) -> t
         return carry, (direction - state.heading + 1) % 4
     eyes = _arena(rules.size, rules.num_snakes, p.view)
     obs = jax.vmap(lambda s: eyes.views(s, tuple(range(seats))))(state)
-    carry, action = p.policy.apply(p.policy.params, carry, obs.reshape(games * seats, *obs.shape[2:]), key)
+    carry, action = p.policy.apply(weights, carry, obs.reshape(games * seats, *obs.shape[2:]), key)
     return carry, action.reshape(games, seats).astype(jnp.int32)
 
 
-def _game(rules, params, a: Player, b: Player, mine: jax.Array, games: int, steps: int):
-    """(start(key) -> c, advance(c) -> c, finish(c) -> results) of `games` games of a against b, one per world."""
+def _game(rules, params, a: Player, b: Player, weights: tuple[Any, Any], mine: jax.Array, games: int, steps: int):
+    """(start(key) -> c, advance(c) -> c, finish(c) -> results) of `games` games of a against b (their
+    network `weights`), one per world."""
     seats = rules.num_snakes
 
     def carry0(p: Player) -> Any:
@@ -253,8 +264,8 @@ def _game(rules, params, a: Player, b: Player, mine: jax.Array, games: int, step
 
     def advance(c: dict[str, Any]) -> dict[str, Any]:
         key, ka, kb, ks = jax.random.split(c["key"], 4)
-        carry_a, act_a = _actions(a, rules, c["state"], c["carry_a"], ka)
-        carry_b, act_b = _actions(b, rules, c["state"], c["carry_b"], kb)
+        carry_a, act_a = _actions(a, weights[0], rules, c["state"], c["carry_a"], ka)
+        carry_b, act_b = _actions(b, weights[1], rules, c["state"], c["carry_b"], kb)
         action = jnp.where(mine, act_a, act_b)
         _, new, _, _, _ = jax.vmap(rules.step_env, in_axes=(0, 0, 0, None))(
             jax.random.split(ks, games), c["state"], action, params

@@ -203,6 +203,26 @@ def test_selfplay_trains_the_grid_against_its_own_collectors():
     assert np.all(np.asarray(runner.envs.state.slot) >= 0)  # every world now plays the pool
 
 
+@pytest.mark.parametrize(
+    "settings",
+    [("algo=dqn", "algo.learning_starts=256", "algo.batch_size=32"), ("algo=pqn",), ("num_seeds=2",)],
+    ids=["dqn", "pqn", "two-seeds"],
+)
+def test_selfplay_runs_with_every_learner_and_several_seeds(settings, tmp_path):
+    """DQN and PQN opponents act greedily on their Q-values; two seeds are a vmap, where the conds that skip
+    the bots' scripts and the pool's pass become selects."""
+    overrides = small(*settings, "selfplay.snapshot_every=1", "total_timesteps=2048", "num_chunks=1")
+    if "algo=dqn" in settings:  # DQN has no rollout length
+        overrides = [o for o in overrides if not o.startswith("algo.num_steps")]
+    cfg, _ = compose_config(overrides)
+    prog = build.program(cfg)
+    runner, _ = prog.compile()
+    runner, stats = prog.run_chunk(runner, prog.chunk)
+    pool = runner.envs.state.pool
+    assert np.all(np.asarray(pool.filled) >= 2) and np.all(np.isfinite(np.asarray(stats.learner["pool_games"])))
+    assert np.asarray(runner.envs.state.slot).max() >= 0  # games against the pool were played
+
+
 @pytest.mark.slow  # three CLI runs (about 40 s); tests/run/test_checkpoint.py covers resume in the default tier
 def test_resume_in_the_middle_of_selfplay_is_bit_identical(tmp_path):
     settings = [

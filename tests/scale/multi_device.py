@@ -30,6 +30,10 @@ RUNS = {  # (env, settings): every algorithm, recurrent PPO, several agents per 
     "ppo_agents": ({"name": "grid", "num_agents": 2}, {"algo.num_steps": 8}),
     "pqn": ("snake", {"algo": "pqn"}),
     "dqn": ("snake", {"algo": "dqn", "algo.learning_starts": 512, "algo.batch_size": 64}),
+    "selfplay": (
+        "arena",
+        {"opponents": "selfplay", "selfplay.snapshot_every": 1, "selfplay.bot_share": 0.25, "algo.num_steps": 16},
+    ),
 }
 
 

@@ -47,9 +47,9 @@ def test_four_devices_train_like_one_device_with_four_env_groups(tmp_path):
 
 
 @pytest.mark.slow
-def test_four_devices_match_one_for_pqn_recurrent_ppo_and_agents(tmp_path):
-    results = run_checks(tmp_path, "pqn", "ppo_gru", "ppo_agents")
-    for check in ("pqn", "ppo_gru", "ppo_agents"):
+def test_four_devices_match_one_for_pqn_recurrent_ppo_agents_and_selfplay(tmp_path):
+    results = run_checks(tmp_path, "pqn", "ppo_gru", "ppo_agents", "selfplay")
+    for check in ("pqn", "ppo_gru", "ppo_agents", "selfplay"):
         assert results[check]["difference"] <= TOLERANCE, results
 
 
