@@ -9,7 +9,7 @@ import os
 import sys
 from typing import Any
 
-from jaxrl.config.compose import UsageError
+from jaxrl.config.compose import UsageError, integer_setting
 from jaxrl.config.schema import ConfigError
 from jaxrl.run.checkpoint import CheckpointError
 from jaxrl.run.evaluation import evaluate
@@ -82,14 +82,8 @@ def parse_args(argv: list[str]) -> dict[str, Any]:
     if args["run_dir"] is None:
         raise UsageError("a run directory is required: python -m jaxrl.eval RUN_DIR (written by python -m jaxrl.train)")
     for key, low in (("episodes", 1), ("seed", 0), ("fps", 1), ("step", 0), ("member", 0), ("num_bots", 0)):
-        if args[key] is None:
-            continue
-        try:
-            args[key] = int(args[key])
-        except ValueError:
-            raise UsageError(f"{key}={args[key]} is invalid: must be an integer") from None
-        if args[key] < low:
-            raise UsageError(f"{key}={args[key]} is invalid: must be >= {low}")
+        if args[key] is not None:
+            args[key] = integer_setting(key, args[key], low)
     greedy = str(args["greedy"]).lower()
     if greedy not in ("true", "false"):
         raise UsageError(f"greedy={args['greedy']} is invalid: allowed true, false")

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from jaxrl.config.compose import UsageError
+from jaxrl.config.compose import UsageError, integer_setting
 from jaxrl.config.schema import ConfigError
 from jaxrl.run.checkpoint import CheckpointError
 
@@ -43,12 +43,7 @@ def parse_args(argv: list[str]) -> tuple[list[str], dict[str, Any]]:
     if not specs:
         raise UsageError("give the runs to rate: python -m jaxrl.rate RUN_DIR [RUN_DIR ...]")
     for key, low in (("games", 1), ("seed", 0)):
-        try:
-            args[key] = int(args[key])
-        except ValueError:
-            raise UsageError(f"{key}={args[key]} is invalid: must be an integer") from None
-        if args[key] < low:
-            raise UsageError(f"{key}={args[key]} is invalid: must be >= {low}")
+        args[key] = integer_setting(key, args[key], low)
     if args["checkpoints"] not in ("latest", "all"):
         raise UsageError(f"checkpoints={args['checkpoints']} is invalid: allowed latest, all")
     if str(args["bots"]).lower() not in ("true", "false"):

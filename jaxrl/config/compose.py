@@ -99,6 +99,17 @@ class UsageError(ConfigError):
     """Bad command-line input; the message is one line."""
 
 
+def integer_setting(key: str, value: Any, low: int) -> int:
+    """A command-line `key=value` as an integer >= `low`; UsageError naming it otherwise."""
+    try:
+        number = int(value)
+    except ValueError:
+        raise UsageError(f"{key}={value} is invalid: must be an integer") from None
+    if number < low:
+        raise UsageError(f"{key}={number} is invalid: must be >= {low}")
+    return number
+
+
 def _sweep_override(item: str) -> str:
     """`sweep.algo.lr=[...]` as the override Hydra takes (`++`: the sweep dict takes new keys); UsageError for
     Hydra's own multirun syntax (`sweep.algo.lr=1,2`), which is not a sweep as one program."""
