@@ -91,3 +91,24 @@ def test_vs_purejaxrl_ratios_are_best_against_best_and_median_against_median():
     t = summarize({"purejaxrl": runs(100, 200, 400), "jaxrl": runs(300, 600, 900)})
     assert t["sps_ratio"] == pytest.approx(900 / 400) and t["sps_ratio_median"] == pytest.approx(600 / 200)
     assert t["jaxrl"]["final_return_mean"] == 10.0 and t["compile_ratio"] == 1.0
+
+
+def test_the_seeds_part_reports_each_seed_the_worst_beside_the_mean_and_the_env_groups():
+    from jaxrl.bench.parts import seeds
+
+    s = seeds.spread([400.0, 500.0, 300.0, 480.0])
+    assert (s["mean"], s["worst"], s["best"]) == (420.0, 300.0, 500.0)
+    assert (
+        abs(s["se"] - s["sd"] / 2) < 1e-12 and abs(s["sd"] - (24800 / 3) ** 0.5) < 1e-9
+    )  # deviations -20, 80, -120, 60; n - 1 = 3
+    row = {"label": "PPO on CartPole-v1", "seeds": 4, "seconds": 12.0, "greedy_figure": "return"}
+    result = {
+        "rows": [{**row, "greedy": s, "train": seeds.spread([1.0, 2.0, 3.0, 4.0])}],
+        "env_groups": [{"env_groups": g, **seeds.spread([450.0, 350.0 - g])} for g in (1, 4)],
+    }
+    md = seeds.report(result)
+    assert "| PPO on CartPole-v1 | 4 | 420.0 | 300.0 | 500.0 | 400.0, 500.0, 300.0, 480.0 | 2.5 | 1.0 | 12 |" in md
+    assert "| 4 | 2 | 398.0 +- 52.0 | 346.0 | 1 |" in md
+    lines = seeds.headlines(result)
+    assert lines[0]["figure"] == "mean 420.0, worst seed 300.0, best 500.0"
+    assert "4 groups: 398.0 +- 52.0, worst 346.0" in lines[1]["figure"]

@@ -1,0 +1,158 @@
+"""Seed spread: how much what an agent learns depends on its seed.
+
+Each case trains one program of 8 seeds (`num_seeds=8`, which `tests/run/test_reliability.py`
+checks equals 8 separate runs) with a shipped config at its own budget, then evaluates every seed's
+final policy greedily (100 episodes per seed). Per case: each seed's training-time final return
+(`summary.json`'s `final_return_per_seed`: the episodes that ended in the run's last ~10%) and its
+greedy figure (the score on Snake, the return elsewhere), the mean, the worst seed and the spread.
+
+The env-groups check trains PPO on CartPole-v1 with 8 envs in 1, 4 and 8 env groups (what 1, 4 and
+8 devices compute; see docs/devices.md) over 32 seeds each: whether smaller shuffle pools learn worse.
+
+Smoke: one tiny case and tiny env-groups runs (the plumbing); quick: the CartPole cases and the
+env-groups check; full: every case.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from typing import Any
+
+from jaxrl.bench.common import Context, evaluated_run, whole_run
+
+NAME = "seeds"
+TITLE = "Seed spread: every seed's final figures, the worst seed beside the mean"
+
+SEEDS = 8
+# (label, env, algo, settings): each at its shipped config's own budget
+CASES = (
+    ("PPO on CartPole-v1 (tuned default, 5e5 steps)", "CartPole-v1", "ppo", {}),
+    ("DQN on CartPole-v1 (tuned default, 5e5 steps)", "CartPole-v1", "dqn", {}),
+    ("PPO on Snake (python -m jaxrl.train env=snake, 4e7 steps)", "snake", "ppo", {}),
+    ("PQN on Snake (tuned default, 1e7 steps)", "snake", "pqn", {}),
+)
+GROUPS = (1, 4, 8)
+GROUP_SEEDS = 32
+
+
+def spread(values: list[float]) -> dict[str, Any]:
+    """Per-seed values with their mean, worst (min), best (max), standard deviation and the mean's
+    standard error."""
+    n = len(values)
+    sd = statistics.stdev(values) if n > 1 else 0.0
+    return {
+        "per_seed": values,
+        "mean": statistics.fmean(values),
+        "worst": min(values),
+        "best": max(values),
+        "sd": sd,
+        "se": sd / math.sqrt(n) if n else math.nan,
+    }
+
+
+def seed_case(env: str, algo: str, settings: dict[str, Any], seeds: int, episodes: int, budget: float | None):
+    extra = {} if budget is None else {"total_timesteps": budget}
+    summary, _, seconds, figures = evaluated_run(env, episodes, algo=algo, num_seeds=seeds, seed=0, **settings, **extra)
+    greedy_key = "score_per_seed" if "score_per_seed" in figures else "return_per_seed"
+    return {
+        "env_steps_per_seed": summary["env_steps_per_seed"],
+        "seconds": seconds,
+        "sps": summary["sps"],
+        "train": spread([float(x) for x in summary["final_return_per_seed"]]),
+        "greedy": spread([float(x) for x in figures[greedy_key]]),
+        "greedy_figure": "score" if greedy_key == "score_per_seed" else "return",
+        "wins_per_seed": figures.get("win_rate_per_seed"),
+    }
+
+
+def env_groups(seeds: int, budget: float) -> list[dict[str, Any]]:
+    rows = []
+    for groups in GROUPS:
+        summary, _, seconds = whole_run(
+            "CartPole-v1", algo="ppo", num_envs=8, env_groups=groups, num_seeds=seeds, seed=0, total_timesteps=budget
+        )
+        rows.append(
+            {"env_groups": groups, "seconds": seconds, **spread(list(map(float, summary["final_return_per_seed"])))}
+        )
+    return rows
+
+
+def run(ctx: Context) -> dict[str, Any]:
+    cases = ctx.pick(CASES[:1], CASES[:2], CASES)
+    seeds = ctx.pick(2, SEEDS, SEEDS)
+    episodes = ctx.pick(4, 100, 100)
+    rows = []
+    for label, env, algo, settings in cases:
+        figures = seed_case(env, algo, settings, seeds, episodes, ctx.pick(4096, None, None))
+        rows.append({"label": label, "env": env, "algo": algo, "seeds": seeds, **figures})
+        g, t = figures["greedy"], figures["train"]
+        ctx.say(
+            f"{label}: greedy {figures['greedy_figure']} mean {g['mean']:.1f}, worst seed {g['worst']:.1f}"
+            f" (training return mean {t['mean']:.1f}, worst {t['worst']:.1f}) in {figures['seconds']:.0f} s"
+        )
+    groups = env_groups(ctx.pick(2, GROUP_SEEDS, GROUP_SEEDS), ctx.pick(4096, 5e5, 5e5))
+    for r in groups:
+        ctx.say(
+            f"PPO CartPole-v1, 8 envs, env_groups={r['env_groups']}: mean {r['mean']:.1f} +- {r['se']:.1f},"
+            f" worst {r['worst']:.1f} ({len(r['per_seed'])} seeds)"
+        )
+    out: dict[str, Any] = {"rows": rows, "env_groups": groups}
+    out["headlines"] = headlines(out)
+    return out
+
+
+def headlines(out: dict[str, Any]) -> list[dict[str, str]]:
+    lines = []
+    for r in out["rows"]:
+        g = r["greedy"]
+        lines.append(
+            {
+                "what": f"{r['label']}: greedy {r['greedy_figure']} over {r['seeds']} seeds",
+                "figure": f"mean {g['mean']:.1f}, worst seed {g['worst']:.1f}, best {g['best']:.1f}",
+            }
+        )
+    groups = out["env_groups"]
+    if groups:
+        lines.append(
+            {
+                "what": f"PPO on CartPole-v1, 8 envs, by env_groups ({len(groups[0]['per_seed'])} seeds each)",
+                "figure": "; ".join(
+                    f"{r['env_groups']} groups: {r['mean']:.1f} +- {r['se']:.1f}, worst {r['worst']:.1f}"
+                    for r in groups
+                ),
+            }
+        )
+    return lines
+
+
+def report(result: dict[str, Any]) -> str:
+    md = [
+        (
+            f"Each case: one program of {SEEDS} seeds (`num_seeds`), its shipped config and budget; greedy"
+            " figures over 100 episodes per seed at the end; training return = the last ~10% of the run's episodes."
+        ),
+        "",
+        "| case | seeds | greedy: mean | worst seed | best | per seed | training return: mean | worst | seconds |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for r in result["rows"]:
+        g, t = r["greedy"], r["train"]
+        per = ", ".join(f"{v:.1f}" for v in g["per_seed"])
+        md.append(
+            f"| {r['label']} | {r['seeds']} | {g['mean']:.1f} | {g['worst']:.1f} | {g['best']:.1f} | {per}"
+            f" | {t['mean']:.1f} | {t['worst']:.1f} | {r['seconds']:.0f} |"
+        )
+    md += [
+        "",
+        "**Env groups** (PPO on CartPole-v1, 8 envs, 5e5 steps; training return per seed):",
+        "",
+        "| env_groups | seeds | mean +- standard error | worst | below 400 |",
+        "|---|---|---|---|---|",
+    ]
+    for r in result["env_groups"]:
+        below = sum(v < 400 for v in r["per_seed"])
+        md.append(
+            f"| {r['env_groups']} | {len(r['per_seed'])} | {r['mean']:.1f} +- {r['se']:.1f} | {r['worst']:.1f} | {below} |"
+        )
+    return "\n".join(md) + "\n"
