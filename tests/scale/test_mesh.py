@@ -69,6 +69,8 @@ def test_each_group_shuffles_only_its_own_items():
         for row in epoch:
             assert sorted(row.tolist()) == list(range(6))
     assert len({tuple(r) for r in np.asarray(perms).reshape(-1, 6).tolist()}) > 1  # not one order repeated
+    for epoch in np.asarray(perms):  # each group its own key: no order shared by the groups of an epoch
+        assert len({tuple(row) for row in epoch.tolist()}) > 1
     one = group_permutations(jax.random.key(0), 24, 3, 1)
     assert one.shape == (3, 1, 24)  # one group: the whole-batch shuffle
 
