@@ -20,6 +20,7 @@ import statistics
 from typing import Any
 
 from jaxrl.bench.common import Context, evaluated_run, whole_run
+from jaxrl.bench.parts.parity import seed_figures
 
 NAME = "seeds"
 TITLE = "Seed spread: every seed's final figures, the worst seed beside the mean"
@@ -37,17 +38,19 @@ GROUP_SEEDS = 32
 
 
 def spread(values: list[float]) -> dict[str, Any]:
-    """Per-seed values with their mean, worst (min), best (max), standard deviation and the mean's
+    """Per-seed values with the parity part's mean, min and max over the finite ones (a seed that ended
+    no episode is NaN and left out), named worst and best, their standard deviation and the mean's
     standard error."""
-    n = len(values)
-    sd = statistics.stdev(values) if n > 1 else 0.0
+    figures = seed_figures(values)
+    finite = [v for v in values if math.isfinite(v)]
+    sd = statistics.stdev(finite) if len(finite) > 1 else 0.0
     return {
         "per_seed": values,
-        "mean": statistics.fmean(values),
-        "worst": min(values),
-        "best": max(values),
+        "mean": figures["mean"],
+        "worst": figures["min"],
+        "best": figures["max"],
         "sd": sd,
-        "se": sd / math.sqrt(n) if n else math.nan,
+        "se": sd / math.sqrt(len(finite)) if finite else math.nan,
     }
 
 
