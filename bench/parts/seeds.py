@@ -9,7 +9,7 @@ greedy figure (the score on Snake, the return elsewhere), the mean, the worst se
 The env-groups check trains PPO on CartPole-v1 with 8 envs in 1, 4 and 8 env groups (what 1, 4 and
 8 devices compute; see docs/devices.md) over 32 seeds each: whether smaller shuffle pools learn worse.
 
-Smoke: one tiny case and tiny env-groups runs (the plumbing); quick: the CartPole cases and the
+Smoke: one tiny case and tiny env-groups runs (the plumbing); quick: the three CartPole cases and the
 env-groups check; full: every case.
 """
 
@@ -30,6 +30,7 @@ SEEDS = 8
 CASES = (
     ("PPO on CartPole-v1 (tuned default, 5e5 steps)", "CartPole-v1", "ppo", {}),
     ("DQN on CartPole-v1 (tuned default, 5e5 steps)", "CartPole-v1", "dqn", {}),
+    ("PQN on CartPole-v1 (tuned default, 5e5 steps)", "CartPole-v1", "pqn", {}),
     ("PPO on Snake (python -m jaxrl.train env=snake, 4e7 steps)", "snake", "ppo", {}),
     ("PQN on Snake (tuned default, 1e7 steps)", "snake", "pqn", {}),
 )
@@ -82,7 +83,7 @@ def env_groups(seeds: int, budget: float) -> list[dict[str, Any]]:
 
 
 def run(ctx: Context) -> dict[str, Any]:
-    cases = ctx.pick(CASES[:1], CASES[:2], CASES)
+    cases = ctx.pick(CASES[:1], CASES[:3], CASES)
     seeds = ctx.pick(2, SEEDS, SEEDS)
     episodes = ctx.pick(4, 100, 100)
     rows = []

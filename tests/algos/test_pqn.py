@@ -116,10 +116,11 @@ def test_pqn_on_several_agents_trains_evaluates_and_resumes(tmp_path):
 def test_pqn_learns_cartpole_on_every_seed(tmp_path):
     """The shipped pqn_CartPole-v1 config learns CartPole within 5e5 steps on each of 4 seeds.
 
-    Measured: 2-core AMD EPYC mean 482.5 (worst seed 442.7); 2-core Intel Xeon (2026-11-25) mean
-    419.3 (441.1, 314.9, 500.0, 421.1). The bars hold on both with margin; seeds that all reach 475
-    are issue 35's work, not a test that fails on a correct build."""
+    With the learning rate annealed (2026-11-27, 2-core AMD EPYC family 26): training return worst
+    seed 497.4 over seeds 0-7 and 487.8 over 100-107 (greedy 500.0 and 497.8). Before it, with a
+    constant rate: one seed in eight collapsed (92.8), and the Intel Xeon gave 441.1, 314.9, 500.0,
+    421.1 on seeds 0-3. The bars leave room for another CPU's rounding."""
     run = jaxrl.train(env="CartPole-v1", algo="pqn", num_seeds=4, progress=False, run_dir=tmp_path / "pqn")
     assert run.config.total_timesteps <= 5e5
     finals = run.summary["final_return_per_seed"]
-    assert np.mean(finals) >= 350 and min(finals) >= 200, finals
+    assert np.mean(finals) >= 450 and min(finals) >= 350, finals
