@@ -62,8 +62,8 @@ def test_the_tuned_default_keeps_its_measured_return(algo, env, tuned_run):
 
 @pytest.mark.slow
 def test_the_tuned_dqn_cartpole_balances_greedily(tuned_run):
-    """The greedy policy of the same DQN CartPole run (20 episodes per seed), on PureJaxRL's env count,
-    buffer and training interval with batches of 256 and 3-step targets (the tuned file says why).
+    """The greedy policy of the same DQN CartPole run (20 episodes per seed), on PureJaxRL's env count
+    and training interval with a 50k replay, batches of 256 and 3-step targets (the tuned file says why).
     With the 50k replay (2026-11-27, 2-core AMD EPYC family 26, 100 episodes): 500.0 on each of seeds
     0-7 and 100-107; with the earlier 10k replay one seed in eight played 324.6-329.3. The bars leave
     room for another CPU's trajectories and are 16x what a random policy plays (~22)."""
