@@ -91,10 +91,10 @@ def main(argv: list[str] | None = None) -> int:
     stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
     keep_previous(out, [f"{p}.json" for p in args.parts] + [f"{p}.png" for p in args.parts] + ["report.md"], stamp)
     print(f"python -m bench ({mode}) on {title(machine)}; results in {out}")
-    failed = []
+    failed, shared = [], {}
     for i, name in enumerate(args.parts, 1):
         part = load(name)
-        ctx = Context(mode=mode, out=out, machine=machine)
+        ctx = Context(mode=mode, out=out, machine=machine, shared=shared)
         print(f"[{i}/{len(args.parts)}] {name}: {part.TITLE}", flush=True)
         t0 = time.perf_counter()
         try:
@@ -118,6 +118,8 @@ def main(argv: list[str] | None = None) -> int:
             "notes": ctx.notes,
             "result": result,
         }
+        if "ceilings" in shared:  # measured once, by the first part that asked
+            record["ceilings"] = shared["ceilings"]
         (out / f"{name}.json").write_text(json.dumps(record, indent=2, default=float) + "\n")
         if hasattr(part, "plot"):
             part.plot(result, title(machine), out / f"{name}.png")

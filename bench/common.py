@@ -25,6 +25,7 @@ class Context:
     out: Path
     machine: dict
     notes: list[str] = field(default_factory=list)  # one line per skipped peer or size, for the report
+    shared: dict = field(default_factory=dict)  # what the parts of one run share: the machine's ceilings
 
     @property
     def accelerator(self) -> bool:
@@ -37,6 +38,16 @@ class Context:
         if self.mode == "quick":
             return quick
         return full_accelerator if self.accelerator and full_accelerator is not None else full
+
+    def ceilings(self) -> dict[str, Any]:
+        """The machine's ceilings (`bench.roofline.ceilings`), measured on first use, once per run."""
+        if "ceilings" not in self.shared:
+            from jaxrl.bench.roofline import ceilings, describe_ceilings
+
+            size = self.pick(256, None, None)  # None: the machine's default size
+            self.shared["ceilings"] = ceilings(size, self.pick(2**24, None, None), repeats=self.pick(2, 5, 5))
+            self.say(f"ceilings: {describe_ceilings(self.shared['ceilings'])}")
+        return self.shared["ceilings"]
 
     def skip(self, line: str) -> None:
         """Print and keep one line saying what was skipped and why."""

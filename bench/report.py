@@ -37,6 +37,17 @@ def machine_lines(m: dict[str, Any]) -> list[str]:
     ]
 
 
+def ceiling_lines(parts: dict[str, dict[str, Any]]) -> list[str]:
+    """The machine's ceilings as the latest part that measured them found them (bench.roofline)."""
+    from jaxrl.bench.roofline import describe_ceilings
+
+    measured = [p for p in parts.values() if "ceilings" in p]
+    if not measured:
+        return []
+    latest = max(measured, key=lambda p: p["when"])
+    return [f"- ceilings ({latest['part']} part, {latest['when'][:10]}): {describe_ceilings(latest['ceilings'])}"]
+
+
 def headline_table(parts: dict[str, dict[str, Any]]) -> list[str]:
     """Every part's headline figures as one markdown table."""
     rows = ["| part | what | figure |", "|---|---|---|"]
@@ -58,6 +69,7 @@ def render(folder: Path) -> str:
         f"`python -m bench` ({', '.join(modes)} mode), {' to '.join(dict.fromkeys([dates[0], dates[-1]]))}. Machine:",
         "",
         *machine_lines(first["machine"]),
+        *ceiling_lines(parts),
         "",
         "## Headlines",
         "",

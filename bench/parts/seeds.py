@@ -1,7 +1,8 @@
 """Seed spread: how much what an agent learns depends on its seed.
 
-Each case trains one program of 8 seeds (`num_seeds=8`, which `tests/run/test_reliability.py`
-checks equals 8 separate runs) with a shipped config at its own budget, then evaluates every seed's
+Each case trains one program of 8 seeds (`num_seeds=8`: what 8 runs from the same keys compute, to
+float rounding, as `tests/run/test_reliability.py` checks; seed i's key is fold_in(key(seed), i), not
+the key of the run `seed=i`) with a shipped config at its own budget, then evaluates every seed's
 final policy greedily (100 episodes per seed). Per case: each seed's training-time final return
 (`summary.json`'s `final_return_per_seed`: the episodes that ended in the run's last ~10%) and its
 greedy figure (the score on Snake, the return elsewhere), the mean, the worst seed and the spread.
@@ -113,7 +114,8 @@ def headlines(out: dict[str, Any]) -> list[dict[str, str]]:
         lines.append(
             {
                 "what": f"{r['label']}: greedy {r['greedy_figure']} over {r['seeds']} seeds",
-                "figure": f"mean {g['mean']:.1f}, worst seed {g['worst']:.1f}, best {g['best']:.1f}",
+                "figure": f"mean {g['mean']:.1f}, worst seed {g['worst']:.1f}, best {g['best']:.1f};"
+                f" training {r['greedy_figure']}: worst seed {r['train']['worst']:.1f}",
             }
         )
     groups = out["env_groups"]

@@ -8,7 +8,9 @@ compiled chunk of updates after a warm-up update. SB3 (`bench/peers/sb3_peer.py`
 guides' "fast" settings and DQN with SB3's defaults, timed after a warm-up. CartPole: whole
 runs of jaxrl (`jaxrl.train`, run directory, metrics and checkpoint included) and of the
 references (`bench/peers/purejaxrl_ref.py`, `bench/peers/purejaxrl_dqn_ref.py`) with PureJaxRL's
-settings and the num_envs of the row, steps/s after compile.
+settings and the num_envs of the row, steps/s after compile. Each jaxrl figure, and the default
+Snake run as shipped, comes with its work per env step and its share of the machine's ceilings
+(`bench/roofline.py`, measured once per run): compute-, memory- or overhead-bound.
 
 On its own, three single measurements, each saved as JSON under bench/results/:
 
@@ -52,18 +54,24 @@ from pathlib import Path
 from typing import Any
 
 import jax
+from jaxrl.bench import roofline
 from jaxrl.bench.common import Context, fmt_rate, fmt_ratio, log_axes, out_of_memory, save_figure, whole_run
+
+import jaxrl
 
 NAME = "train"
 TITLE = "End-to-end training steps/s against num_envs"
 VS_ENVS = ("CartPole-v1", "Breakout-MinAtar")  # --vs purejaxrl's default envs
 
 
-def timed_chunk(cfg: Any, updates: int, warmup: int = 1) -> dict[str, Any]:
-    """Steps/s of one compiled chunk of exactly `updates` updates of a config, after `warmup` updates
-    (first-call allocations; a DQN warm-up chunk also fills part of the replay)."""
+def timed_program(cfg: Any, updates: int | None, warmup: int = 1) -> tuple[dict[str, Any], Any]:
+    """Steps/s of one compiled chunk of exactly `updates` updates of a config (default: about 300k env
+    steps, at least 20 updates), after `warmup` updates (first-call allocations; a DQN warm-up chunk also
+    fills part of the replay); and the compiled program."""
     from jaxrl.run import build
 
+    if updates is None:
+        updates = max(20, 300_000 // build.program(cfg).steps_per_update)
     program = build.program(cfg, chunk=updates)
     runner, compile_s = program.compile()
     runner, _ = program.run_chunk(runner, warmup)
@@ -73,23 +81,47 @@ def timed_chunk(cfg: Any, updates: int, warmup: int = 1) -> dict[str, Any]:
     jax.block_until_ready(runner)
     seconds = time.perf_counter() - t0
     steps = updates * program.steps_per_update * program.population
-    return {"sps": steps / seconds, "compile_s": compile_s, "steps": steps, "seconds": seconds}
+    return {"sps": steps / seconds, "compile_s": compile_s, "steps": steps, "seconds": seconds}, program
 
 
-def program_sps(overrides: list[str], target_steps: int) -> dict[str, Any]:
-    """Steps/s of one timed chunk of updates (about `target_steps` env steps) of a config."""
+def timed_chunk(cfg: Any, updates: int, warmup: int = 1) -> dict[str, Any]:
+    """`timed_program`'s figures alone."""
+    return timed_program(cfg, updates, warmup)[0]
+
+
+def with_limit(row: dict[str, Any], cfg: Any, program: Any, ceiling: dict[str, Any] | None) -> dict[str, Any]:
+    """A row of steps/s with its work per env step and its share of the machine's ceilings (bench.roofline)."""
+    if ceiling is None:
+        return row
+    precision = "bf16" if cfg.precision == "bf16" else "fp32"
+    return {**row, "limit": roofline.limit_of(row["sps"], roofline.program_cost(program), ceiling, precision)}
+
+
+def program_sps(overrides: list[str], target_steps: int, ceiling: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Steps/s of one timed chunk of updates (about `target_steps` env steps) of a config, with its share of
+    `ceiling` when given."""
     from jaxrl.config.compose import compose_config
     from jaxrl.run import build
 
     cfg, _ = compose_config([*overrides, "progress=false"])
     updates = max(2, target_steps // build.program(cfg).steps_per_update)
-    return timed_chunk(cfg, updates)
+    row, program = timed_program(cfg, updates)
+    return with_limit(row, cfg, program, ceiling)
 
 
-def jaxrl_run(env: str, settings: dict[str, Any]) -> dict[str, Any]:
-    """One whole `jaxrl.train` run: steps/s after compile, compile seconds, final return."""
+def jaxrl_run(env: str, settings: dict[str, Any], ceiling: dict[str, Any] | None = None) -> dict[str, Any]:
+    """One whole `jaxrl.train` run: steps/s after compile, compile seconds, final return; with `ceiling`,
+    its share of it (its update compiled once more, apart, for its work per step)."""
     s, _, _ = whole_run(env, **settings)
-    return {"sps": s["sps"], "compile_s": s["compile_s"], "final_return": s["final_return"]}
+    row = {"sps": s["sps"], "compile_s": s["compile_s"], "final_return": s["final_return"]}
+    if ceiling is None:
+        return row
+    from jaxrl.run import build
+
+    cfg = jaxrl.make_config(env=env, **settings)
+    program = build.program(cfg, chunk=1)
+    program.compile()
+    return with_limit(row, cfg, program, ceiling)
 
 
 def sweep(ctx: Context, label: str, sizes: list[int], measure) -> list[dict[str, Any]]:
@@ -111,6 +143,11 @@ def sweep(ctx: Context, label: str, sizes: list[int], measure) -> list[dict[str,
 def run(ctx: Context) -> dict[str, Any]:
     target = ctx.pick(2_000, 200_000, 1_000_000, 30_000_000)
     series: dict[str, dict[str, Any]] = {}
+    ceiling = ctx.ceilings()
+
+    # -- The default Snake run as shipped (python -m jaxrl.train env=snake), against the ceilings --------
+    default = program_sps(["env=snake"], target, ceiling)
+    ctx.say(f"default Snake PPO run: {fmt_rate(default['sps'])} steps/s; {roofline.describe_limit(default['limit'])}")
 
     def add(key: str, title: str, group: str, rows: list[dict[str, Any]], ours: bool) -> None:
         if rows:
@@ -123,7 +160,7 @@ def run(ctx: Context) -> dict[str, Any]:
         "jaxrl_ppo_snake",
         "jaxrl PPO",
         "PPO on Snake 10x10",
-        sweep(ctx, "jaxrl PPO Snake", ppo_sizes, lambda n: program_sps([*base, f"num_envs={n}"], target)),
+        sweep(ctx, "jaxrl PPO Snake", ppo_sizes, lambda n: program_sps([*base, f"num_envs={n}"], target, ceiling)),
         True,
     )
     dqn_sizes = ctx.pick([8], [256], [16, 64, 256, 1024, 4096], [256, 1024, 4096, 16384, 65536])
@@ -132,7 +169,7 @@ def run(ctx: Context) -> dict[str, Any]:
         "jaxrl_dqn_snake",
         "jaxrl DQN",
         "DQN on Snake 10x10",
-        sweep(ctx, "jaxrl DQN Snake", dqn_sizes, lambda n: program_sps([*base, f"num_envs={n}"], target // 2)),
+        sweep(ctx, "jaxrl DQN Snake", dqn_sizes, lambda n: program_sps([*base, f"num_envs={n}"], target // 2, ceiling)),
         True,
     )
 
@@ -182,7 +219,7 @@ def run(ctx: Context) -> dict[str, Any]:
 
     def jaxrl_ppo(n: int) -> dict[str, Any]:
         settings = purejaxrl_settings(seed=0) | {"num_envs": n, "total_timesteps": ppo_total(n)}
-        return jaxrl_run("CartPole-v1", settings)
+        return jaxrl_run("CartPole-v1", settings, ceiling)
 
     add(
         "jaxrl_ppo_cartpole",
@@ -228,7 +265,7 @@ def run(ctx: Context) -> dict[str, Any]:
             "algo.train_freq": math.lcm(n, 10),
             "algo.learning_starts": min(10_000, dqn_total(n) // 5),
         }
-        return jaxrl_run("CartPole-v1", settings)
+        return jaxrl_run("CartPole-v1", settings, ceiling)
 
     add(
         "jaxrl_dqn_cartpole",
@@ -256,7 +293,7 @@ def run(ctx: Context) -> dict[str, Any]:
             ),
             False,
         )
-    out = {"series": series}
+    out = {"series": series, "default_snake": default, "ceilings": ceiling}
     out["headlines"] = headlines(out)
     return out
 
@@ -289,7 +326,42 @@ def headlines(out: dict[str, Any]) -> list[dict[str, str]]:
             if group == "PPO on Snake 10x10":
                 text += " (target >= 200x)"
         lines.append({"what": f"{group}, best num_envs", "figure": text})
+    if out.get("default_snake", {}).get("limit"):
+        d = out["default_snake"]
+        lines.append(
+            {
+                "what": "Default Snake PPO run (env=snake), against this machine's ceilings",
+                "figure": f"{fmt_rate(d['sps'])} steps/s: {roofline.describe_limit(d['limit'])}",
+            }
+        )
     return lines
+
+
+def limits_report(result: dict[str, Any]) -> list[str]:
+    """The jaxrl rows against the machine's ceilings: work per env step, achieved rates, what bounds each."""
+    if "ceilings" not in result:
+        return []
+    md = [
+        (
+            f"**Against this machine's ceilings** ({roofline.describe_ceilings(result['ceilings'])}; how to read it:"
+            ' docs/benchmarks.md, "How close to the limit")'
+        ),
+        "",
+        "| run | num_envs | steps/s | matmul kFLOP / step | kB / step | matmul GFLOP/s (share) | GB/s (share) | bound |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    rows = [("default Snake PPO run (env=snake)", result["default_snake"])] if "default_snake" in result else []
+    for s in result["series"].values():
+        if s["ours"]:
+            rows += [(f"{s['title']}, {s['group'].split(' on ')[-1]}", r) for r in s["rows"] if "limit" in r]
+    for what, r in rows:
+        lim = r["limit"]
+        md.append(
+            f"| {what} | {r.get('n_envs', 512):,} | {fmt_rate(r['sps'])} | {lim['per_step']['matmul_flops'] / 1e3:.1f}"
+            f" | {lim['per_step']['bytes'] / 1e3:.1f} | {lim['per_s']['matmul_flops'] / 1e9:.1f} ({lim['matmul_share']:.0%})"
+            f" | {lim['per_s']['bytes'] / 1e9:.1f} ({lim['bytes_share']:.0%}) | {lim['bound']} |"
+        )
+    return [*md, ""]
 
 
 def report(result: dict[str, Any]) -> str:
@@ -326,7 +398,7 @@ def report(result: dict[str, Any]) -> str:
                     f"\nBest against best: {ours['title']} {fmt_rate(sps)} ({n:,} envs) / {s['title']} {fmt_rate(psps)} ({pn:,} envs) = {fmt_ratio(sps / psps)}."
                 )
         md.append("")
-    return "\n".join(md)
+    return "\n".join(md + limits_report(result))
 
 
 def plot(result: dict[str, Any], axes_title: str, path) -> None:

@@ -61,6 +61,13 @@ def test_figures_are_the_ones_measured(smoke_run):
     assert one["bytes"] == pytest.approx(one["streams"] + one["rollout"]) and one["state"] > 0
     train = json.loads((out / "train.json").read_text())["result"]
     assert train["series"]["jaxrl_ppo_snake"]["rows"][0]["sps"] > 0
+    default = train["default_snake"]  # the shipped Snake run against the ceilings the run measured once
+    assert default["limit"]["per_s"]["matmul_flops"] == pytest.approx(
+        default["limit"]["per_step"]["matmul_flops"] * default["sps"]
+    )
+    assert default["limit"]["bound"] in ("compute-bound", "memory-bound", "overhead-bound")
+    assert all("limit" in r for s in train["series"].values() if s["ours"] for r in s["rows"])
+    assert json.loads((out / "train.json").read_text())["ceilings"] == train["ceilings"]
     precision = json.loads((out / "precision.json").read_text())["result"]
     assert [r["precision"] for r in precision["rows"]] == ["fp32", "tf32", "bf16"]
     parity = json.loads((out / "parity.json").read_text())["result"]
@@ -99,7 +106,9 @@ def test_figures_are_the_ones_measured(smoke_run):
         assert sorted(r["lr"] for r in c["ranking"]) == sweep["rates"]
     perfect = score["curves"]["jaxrl snake_perfect"]
     assert perfect["target_met"] == [False] * perfect["seeds"]  # 20k steps cannot win a game
-    assert "Greedy evaluation of each seed's final checkpoint" in (out / "report.md").read_text()
+    report = (out / "report.md").read_text()
+    assert "Greedy evaluation of each seed's final checkpoint" in report
+    assert "- ceilings (train part" in report and "**Against this machine's ceilings**" in report
 
 
 @pytest.mark.slow
