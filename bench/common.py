@@ -39,16 +39,6 @@ class Context:
             return quick
         return full_accelerator if self.accelerator and full_accelerator is not None else full
 
-    def ceilings(self) -> dict[str, Any]:
-        """The machine's ceilings (`bench.roofline.ceilings`), measured on first use, once per run."""
-        if "ceilings" not in self.shared:
-            from jaxrl.bench.roofline import ceilings, describe_ceilings
-
-            size = self.pick(256, None, None)  # None: the machine's default size
-            self.shared["ceilings"] = ceilings(size, self.pick(2**24, None, None), repeats=self.pick(2, 5, 5))
-            self.say(f"ceilings: {describe_ceilings(self.shared['ceilings'])}")
-        return self.shared["ceilings"]
-
     def skip(self, line: str) -> None:
         """Print and keep one line saying what was skipped and why."""
         if line not in self.notes:
@@ -133,6 +123,26 @@ def compile_timed(fn: Callable, *args: Any) -> tuple[Any, float]:
     t0 = time.perf_counter()
     compiled = jax.jit(fn).lower(*args).compile()
     return compiled, time.perf_counter() - t0
+
+
+def timed_program(cfg: Any, updates: int | None, warmup: int = 1) -> tuple[dict[str, Any], Any]:
+    """Steps/s of one compiled chunk of exactly `updates` updates of a config (default: about 300k env
+    steps, at least 20 updates), after `warmup` updates (first-call allocations; a DQN warm-up chunk also
+    fills part of the replay); and the compiled program."""
+    from jaxrl.run import build
+
+    if updates is None:
+        updates = max(20, 300_000 // build.program(cfg).steps_per_update)
+    program = build.program(cfg, chunk=updates)
+    runner, compile_s = program.compile()
+    runner, _ = program.run_chunk(runner, warmup)
+    jax.block_until_ready(runner)
+    t0 = time.perf_counter()
+    runner, _ = program.run_chunk(runner, updates)
+    jax.block_until_ready(runner)
+    seconds = time.perf_counter() - t0
+    steps = updates * program.steps_per_update * program.population
+    return {"sps": steps / seconds, "compile_s": compile_s, "steps": steps, "seconds": seconds}, program
 
 
 def best_times(calls: dict[str, Callable[[int], Any]], repeats: int) -> dict[str, float]:

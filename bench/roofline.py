@@ -349,6 +349,16 @@ def limit_of(run_sps: float, per_step: dict[str, float], ceiling: dict[str, Any]
     return {"per_step": per_step, "per_s": per_s, **bound(per_s, ceiling, precision)}
 
 
+def shared_ceilings(ctx: Any) -> dict[str, Any]:
+    """The machine's ceilings for a `python -m bench` run (`bench.common.Context`): measured by the first
+    part that asks, once per run (smoke mode: small sizes)."""
+    if "ceilings" not in ctx.shared:
+        size, stream = ctx.pick(256, None, None), ctx.pick(2**24, None, None)  # None: the machine's default
+        ctx.shared["ceilings"] = ceilings(size, stream, repeats=ctx.pick(2, 5, 5))
+        ctx.say(f"ceilings: {describe_ceilings(ctx.shared['ceilings'])}")
+    return ctx.shared["ceilings"]
+
+
 def describe_ceilings(c: dict[str, Any]) -> str:
     return (
         f"matmul {c['matmul_fp32_flops'] / 1e9:.1f} GFLOP/s fp32, {c['matmul_bf16_flops'] / 1e9:.1f} GFLOP/s bf16"
@@ -384,7 +394,7 @@ def main(argv: list[str]) -> int:
     print(f"{title(describe())} [{cpu_signature()}]: {describe_ceilings(c)}")
     if cfg is None:
         return 0
-    from jaxrl.bench.parts.train import timed_program
+    from jaxrl.bench.common import timed_program
 
     timed, program = timed_program(cfg, updates=None)
     per_step = program_cost(program)

@@ -48,40 +48,27 @@ import json
 import math
 import statistics
 import sys
-import time
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-import jax
 from jaxrl.bench import roofline
-from jaxrl.bench.common import Context, fmt_rate, fmt_ratio, log_axes, out_of_memory, save_figure, whole_run
+from jaxrl.bench.common import (
+    Context,
+    fmt_rate,
+    fmt_ratio,
+    log_axes,
+    out_of_memory,
+    save_figure,
+    timed_program,
+    whole_run,
+)
 
 import jaxrl
 
 NAME = "train"
 TITLE = "End-to-end training steps/s against num_envs"
 VS_ENVS = ("CartPole-v1", "Breakout-MinAtar")  # --vs purejaxrl's default envs
-
-
-def timed_program(cfg: Any, updates: int | None, warmup: int = 1) -> tuple[dict[str, Any], Any]:
-    """Steps/s of one compiled chunk of exactly `updates` updates of a config (default: about 300k env
-    steps, at least 20 updates), after `warmup` updates (first-call allocations; a DQN warm-up chunk also
-    fills part of the replay); and the compiled program."""
-    from jaxrl.run import build
-
-    if updates is None:
-        updates = max(20, 300_000 // build.program(cfg).steps_per_update)
-    program = build.program(cfg, chunk=updates)
-    runner, compile_s = program.compile()
-    runner, _ = program.run_chunk(runner, warmup)
-    jax.block_until_ready(runner)
-    t0 = time.perf_counter()
-    runner, _ = program.run_chunk(runner, updates)
-    jax.block_until_ready(runner)
-    seconds = time.perf_counter() - t0
-    steps = updates * program.steps_per_update * program.population
-    return {"sps": steps / seconds, "compile_s": compile_s, "steps": steps, "seconds": seconds}, program
 
 
 def timed_chunk(cfg: Any, updates: int, warmup: int = 1) -> dict[str, Any]:
@@ -143,7 +130,7 @@ def sweep(ctx: Context, label: str, sizes: list[int], measure) -> list[dict[str,
 def run(ctx: Context) -> dict[str, Any]:
     target = ctx.pick(2_000, 200_000, 1_000_000, 30_000_000)
     series: dict[str, dict[str, Any]] = {}
-    ceiling = ctx.ceilings()
+    ceiling = roofline.shared_ceilings(ctx)
 
     # -- The default Snake run as shipped (python -m jaxrl.train env=snake), against the ceilings --------
     default = program_sps(["env=snake"], target, ceiling)

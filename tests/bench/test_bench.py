@@ -110,5 +110,5 @@ def test_the_seeds_part_reports_each_seed_the_worst_beside_the_mean_and_the_env_
     assert "| PPO on CartPole-v1 | 4 | 420.0 | 300.0 | 500.0 | 400.0, 500.0, 300.0, 480.0 | 2.5 | 1.0 | 12 |" in md
     assert "| 4 | 2 | 398.0 +- 52.0 | 346.0 | 1 |" in md
     lines = seeds.headlines(result)
-    assert lines[0]["figure"] == "mean 420.0, worst seed 300.0, best 500.0"
+    assert lines[0]["figure"] == "mean 420.0, worst seed 300.0, best 500.0; training return: worst seed 1.0"
     assert "4 groups: 398.0 +- 52.0, worst 346.0" in lines[1]["figure"]
