@@ -23,25 +23,18 @@ from flax import struct
 
 from jaxrl.core.groups import group_major, merge_groups
 from jaxrl.core.groups import keys as group_keys
+from jaxrl.envs.base import fusion_boundary
 
 
 def materialize(tree, token: jax.Array):
-    """`tree` unchanged, but computed into buffers before any consumer reads it.
+    """`tree` unchanged, computed into buffers before any consumer reads it (`envs.base.fusion_boundary`).
 
-    XLA's CPU fusion folds the producer of an observation (the whole env step) into the fused
+    XLA's CPU fusion folded the producer of an observation (the whole env step) into the fused
     write of the replay, recomputing it for every stored element (every bit, when packed): the
-    Snake DQN spent 2 ms per vector step there, 5x the env step itself. A one-trip while loop
-    whose trip count XLA cannot prove (it starts at min(token, 0)) is a fusion boundary; the
-    select inside keeps the loop from being hoisted away. `optimization_barrier` does not stop
-    fusion on CPU.
+    Snake DQN spent 2 ms per vector step there, 5x the env step itself. `token`: a non-negative
+    value XLA cannot prove is one (the count of steps written).
     """
-
-    def body(carry):
-        i, x = carry
-        return i + 1, jax.tree.map(lambda a: jnp.where(i > 1, jnp.zeros_like(a), a), x)
-
-    start = jnp.minimum(jnp.asarray(token, jnp.int32), 0)
-    return jax.lax.while_loop(lambda c: c[0] < 1, body, (start, tree))[1]
+    return fusion_boundary(tree, token)
 
 
 @struct.dataclass
