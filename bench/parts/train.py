@@ -8,7 +8,9 @@ compiled chunk of updates after a warm-up update. SB3 (`bench/peers/sb3_peer.py`
 guides' "fast" settings and DQN with SB3's defaults, timed after a warm-up. CartPole: whole
 runs of jaxrl (`jaxrl.train`, run directory, metrics and checkpoint included) and of the
 references (`bench/peers/purejaxrl_ref.py`, `bench/peers/purejaxrl_dqn_ref.py`) with PureJaxRL's
-settings and the num_envs of the row, steps/s after compile. Each jaxrl figure, and the default
+settings and the num_envs of the row, steps/s after compile; jaxrl runs with the reference's
+learning work (DQN: its replay of 10k, batches of 128, 1-step targets, not the tuned config's
+50k, 256 and 3-step targets, which do twice the gradient work). Each jaxrl figure, and the default
 Snake run as shipped, comes with its work per env step and its share of the machine's ceilings
 (`bench/roofline.py`, measured once per run): compute-, memory- or overhead-bound.
 
@@ -242,7 +244,9 @@ def run(ctx: Context) -> dict[str, Any]:
         return max(dqn_tmin, n * 200)
 
     def jaxrl_dqn(n: int) -> dict[str, Any]:
-        settings = {
+        from jaxrl.bench.peers.purejaxrl_dqn_ref import PUREJAXRL_DQN_CARTPOLE as c
+
+        settings = {  # the reference's learning work, not the tuned config's (batch 256, 3-step targets, 50k replay)
             "algo": "dqn",
             "seed": 0,
             "num_envs": n,
@@ -251,6 +255,14 @@ def run(ctx: Context) -> dict[str, Any]:
             "algo.target_update_interval": math.lcm(n, 500),
             "algo.train_freq": math.lcm(n, 10),
             "algo.learning_starts": min(10_000, dqn_total(n) // 5),
+            "algo.buffer_size": c["BUFFER_SIZE"],
+            "algo.batch_size": c["BUFFER_BATCH_SIZE"],
+            "algo.n_step": 1,
+            "algo.double": False,
+            "algo.lr": c["LR"],
+            "algo.gamma": c["GAMMA"],
+            "algo.epsilon_end": c["EPSILON_FINISH"],
+            "algo.epsilon_decay": c["EPSILON_ANNEAL_TIME"] / c["TOTAL_TIMESTEPS"],
         }
         return jaxrl_run("CartPole-v1", settings, ceiling)
 
