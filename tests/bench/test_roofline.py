@@ -90,10 +90,17 @@ def test_ppo_on_cartpole_does_the_matmul_work_its_network_and_epochs_say():
 
 @pytest.mark.parametrize(
     "matmul,moved,verdict",
-    [(80e9, 1e9, "compute-bound"), (5e9, 9e9, "memory-bound"), (20e9, 2e9, "overhead-bound")],
+    [
+        (80e9, 1e9, "compute-bound"),
+        (5e9, 9e9, "memory-bound"),
+        (20e9, 2e9, "overhead-bound"),
+        (20e9, 30e9, "overhead-bound"),  # above streaming: from cache, 30% of the cached ceiling
+        (20e9, 70e9, "memory-bound"),  # 70% of the cached ceiling
+    ],
 )
 def test_the_verdict_follows_the_larger_share_above_half(matmul, moved, verdict):
     ceiling = {"matmul_fp32_flops": 100e9, "matmul_bf16_flops": 200e9, "stream_bytes_per_s": 10e9}
+    ceiling["cache_bytes_per_s"] = 100e9
     got = roofline.bound({"matmul_flops": matmul, "flops": matmul, "bytes": moved}, ceiling)
     assert got["bound"] == verdict
     assert got["matmul_share"] == pytest.approx(matmul / 100e9)
@@ -103,6 +110,7 @@ def test_the_verdict_follows_the_larger_share_above_half(matmul, moved, verdict)
 def test_ceilings_are_measured_rates():
     c = roofline.ceilings(size=128, stream_bytes=1 << 22, repeats=2)
     assert c["matmul_fp32_flops"] > 1e8 and c["matmul_bf16_flops"] > 1e7 and c["stream_bytes_per_s"] > 1e8
+    assert c["cache_bytes_per_s"] > 1e8
     assert "GFLOP/s fp32" in roofline.describe_ceilings(c)
 
 
