@@ -34,12 +34,12 @@ from __future__ import annotations
 import math
 import re
 import sys
-import time
 from dataclasses import dataclass, field
 from typing import Any
 
 import jax
 import jax.numpy as jnp
+from jaxrl.bench.common import best_times, timed_program
 
 _BYTES = {"pred": 1, "s8": 1, "u8": 1, "s16": 2, "u16": 2, "f16": 2, "bf16": 2, "s32": 4, "u32": 4, "f32": 4}
 _BYTES |= {"s64": 8, "u64": 8, "f64": 8, "c64": 8, "c128": 16, "s4": 1, "u4": 1, "f8e4m3fn": 1, "f8e5m2": 1}
@@ -295,40 +295,43 @@ def hlo_cost(compiled: Any) -> Cost:
     return counter.cost(counter.entry)
 
 
-def _best_seconds(fn: Any, *args: Any, repeats: int) -> float:
-    jax.block_until_ready(fn(*args))
-    best = math.inf
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        jax.block_until_ready(fn(*args))
-        best = min(best, time.perf_counter() - t0)
-    return best
-
-
 CACHE_BYTES = 512 * 1024  # the cached pass's array: within a core's L2 on the CPUs measured
 
 
 def ceilings(size: int | None = None, stream_bytes: int | None = None, repeats: int = 5) -> dict[str, Any]:
     """This machine's ceilings on jax's default device: matmul FLOP/s (fp32 at full precision, bf16) of
     `size` x `size` matrices, and streaming bytes/s of an elementwise pass over `stream_bytes` (default:
-    2048 and 256 MiB on a CPU, 8192 and 2 GiB on an accelerator); best of `repeats` calls."""
+    2048 and 256 MiB on a CPU, 8192 and 2 GiB on an accelerator), and of the same pass over 512 KiB
+    repeated in one program (data that stays in cache); best of `repeats` calls each, taking turns."""
     accelerator = jax.devices()[0].platform != "cpu"
     size = size or (8192 if accelerator else 2048)
     stream_bytes = stream_bytes or (2 if accelerator else 0.25) * 2**30
-    out: dict[str, Any] = {"matmul_size": size, "stream_bytes": int(stream_bytes)}
-    for name, dtype, precision in (("fp32", jnp.float32, jax.lax.Precision.HIGHEST), ("bf16", jnp.bfloat16, None)):
-        a = jax.random.normal(jax.random.key(0), (size, size), dtype)
-        matmul = jax.jit(lambda x, y, p=precision: jnp.dot(x, y, precision=p, preferred_element_type=x.dtype))
-        out[f"matmul_{name}_flops"] = 2.0 * size**3 / _best_seconds(matmul, a, a, repeats=repeats)
+    matmul = jax.jit(lambda x, y, p: jnp.dot(x, y, precision=p, preferred_element_type=x.dtype), static_argnums=2)
+    a32 = jax.random.normal(jax.random.key(0), (size, size), jnp.float32)
+    a16 = a32.astype(jnp.bfloat16)
     x = jnp.ones((int(stream_bytes) // 4,), jnp.float32)
     stream = jax.jit(lambda v: v * 1.5 + 1.0)  # reads one array, writes another
-    out["stream_bytes_per_s"] = 2.0 * x.nbytes / _best_seconds(stream, x, repeats=repeats)
     # The same pass over 512 KiB, 256 times in one program: what data that stays in cache allows.
     small, passes = jnp.ones((CACHE_BYTES // 4,), jnp.float32), 256
     cached = jax.jit(lambda v: jax.lax.fori_loop(0, passes, lambda i, u: u * 0.5 + 1.0, v))
-    out["cache_bytes"] = CACHE_BYTES
-    out["cache_bytes_per_s"] = 2.0 * small.nbytes * passes / _best_seconds(cached, small, repeats=repeats)
-    return out
+    seconds = best_times(
+        {
+            "fp32": lambda _: matmul(a32, a32, jax.lax.Precision.HIGHEST),
+            "bf16": lambda _: matmul(a16, a16, None),
+            "stream": lambda _: stream(x),
+            "cached": lambda _: cached(small),
+        },
+        repeats,
+    )
+    return {
+        "matmul_size": size,
+        "stream_bytes": int(stream_bytes),
+        "cache_bytes": CACHE_BYTES,
+        "matmul_fp32_flops": 2.0 * size**3 / seconds["fp32"],
+        "matmul_bf16_flops": 2.0 * size**3 / seconds["bf16"],
+        "stream_bytes_per_s": 2.0 * x.nbytes / seconds["stream"],
+        "cache_bytes_per_s": 2.0 * small.nbytes * passes / seconds["cached"],
+    }
 
 
 def bound(cost_per_s: dict[str, float], ceiling: dict[str, Any], precision: str = "fp32") -> dict[str, Any]:
@@ -336,7 +339,7 @@ def bound(cost_per_s: dict[str, float], ceiling: dict[str, Any], precision: str 
     matmul FLOP/s, FLOP/s and bytes/s; `precision`: which matmul ceiling applies (fp32 or bf16)."""
     flops_share = cost_per_s["matmul_flops"] / ceiling[f"matmul_{precision}_flops"]
     bytes_share = cost_per_s["bytes"] / ceiling["stream_bytes_per_s"]
-    cache_share = cost_per_s["bytes"] / ceiling["cache_bytes_per_s"] if "cache_bytes_per_s" in ceiling else bytes_share
+    cache_share = cost_per_s["bytes"] / ceiling["cache_bytes_per_s"]
     # Above the streaming ceiling the data came from cache, so the cached pass's rate is what bounds it.
     memory_share = bytes_share if bytes_share <= 1.0 else cache_share
     if max(flops_share, memory_share) < 0.5:
@@ -374,7 +377,7 @@ def describe_ceilings(c: dict[str, Any]) -> str:
     return (
         f"matmul {c['matmul_fp32_flops'] / 1e9:.1f} GFLOP/s fp32, {c['matmul_bf16_flops'] / 1e9:.1f} GFLOP/s bf16"
         f" ({c['matmul_size']}x{c['matmul_size']}); streaming {c['stream_bytes_per_s'] / 1e9:.1f} GB/s"
-        + (f", {c['cache_bytes_per_s'] / 1e9:.1f} GB/s in cache" if "cache_bytes_per_s" in c else "")
+        + f", {c['cache_bytes_per_s'] / 1e9:.1f} GB/s in cache"
     )
 
 
@@ -383,7 +386,7 @@ def describe_limit(limit: dict[str, Any]) -> str:
     return (
         f"{per_s['matmul_flops'] / 1e9:.1f} GFLOP/s in matmuls ({limit['matmul_share']:.0%} of the ceiling),"
         f" {per_s['bytes'] / 1e9:.1f} GB/s ({limit['bytes_share']:.0%} of streaming,"
-        f" {limit.get('cache_share', limit['bytes_share']):.0%} of in-cache): {limit['bound']}"
+        f" {limit['cache_share']:.0%} of in-cache): {limit['bound']}"
     )
 
 
@@ -407,7 +410,6 @@ def main(argv: list[str]) -> int:
     print(f"{title(describe())} [{cpu_signature()}]: {describe_ceilings(c)}")
     if cfg is None:
         return 0
-    from jaxrl.bench.common import timed_program
 
     timed, program = timed_program(cfg, updates=None)
     per_step = program_cost(program)

@@ -358,7 +358,7 @@ def limits_report(result: dict[str, Any]) -> list[str]:
         md.append(
             f"| {what} | {r.get('n_envs', 512):,} | {fmt_rate(r['sps'])} | {lim['per_step']['matmul_flops'] / 1e3:.1f}"
             f" | {lim['per_step']['bytes'] / 1e3:.1f} | {lim['per_s']['matmul_flops'] / 1e9:.1f} ({lim['matmul_share']:.0%})"
-            f" | {lim['per_s']['bytes'] / 1e9:.1f} ({lim['bytes_share']:.0%}; {lim.get('cache_share', lim['bytes_share']):.0%})"
+            f" | {lim['per_s']['bytes'] / 1e9:.1f} ({lim['bytes_share']:.0%}; {lim['cache_share']:.0%})"
             f" | {lim['bound']} |"
         )
     return [*md, ""]
