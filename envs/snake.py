@@ -14,7 +14,7 @@ import jax.numpy as jnp
 import numpy as np
 from flax import struct
 from gymnax.environments import environment, spaces
-from jaxrl.envs.base import INT32_MAX, Env, finite32, pick, whole
+from jaxrl.envs.base import INT32_MAX, Env, finite32, fusion_boundary, pick, whole
 
 # Row and column offsets of the four actions: 0 up, 1 right, 2 down, 3 left.
 DROW = (-1, 0, 1, 0)
@@ -330,8 +330,11 @@ class Snake(Env):
 
     def get_obs(self, state: EnvState, params: EnvParams | None = None, key: jax.Array | None = None) -> jax.Array:
         # One code per cell, then a compare per channel. The world view is built on the flat cell
-        # axis and reshaped last, which XLA vectorizes ~1.7x better than (size, size) planes.
-        code = self._codes(state)
+        # axis and reshaped last, which XLA vectorizes ~1.7x better than (size, size) planes. The
+        # codes pass a fusion boundary: fused into the compare, each code was recomputed from the
+        # bitboards once per channel with the mirror's index arithmetic (env-only, 16,384 envs, AMD
+        # EPYC family 26: 8.75M -> 14.2M steps/s).
+        code = fusion_boundary(self._codes(state))
         if self.view == "ego":
             # Turn the heading to up: rot90 by k quarter turns counterclockwise brings direction k
             # (0 up, 1 right, 2 down, 3 left) to up. Static turns and a select: no gather under vmap.
