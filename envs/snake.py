@@ -340,7 +340,9 @@ class Snake(Env):
             # (0 up, 1 right, 2 down, 3 left) to up. Static turns and a select: no gather under vmap.
             board = code.reshape(self.size, self.size)
             turns = [jnp.rot90(board, k).reshape(-1) for k in range(4)]
-            code = jnp.select([state.direction == k for k in range(3)], turns[:3], turns[3])
+            # The turned codes pass a boundary too: fused into the compare, every output byte read all
+            # four turns (env-only ego view at 16,384 envs: 3.3M -> 9.5M steps/s, AMD EPYC family 26).
+            code = fusion_boundary(jnp.select([state.direction == k for k in range(3)], turns[:3], turns[3]))
         flipped = code.reshape(self.size, self.size)[:, ::-1].reshape(-1)
         code = jnp.where(state.mirrored, flipped, code)
         channels = jnp.arange(1, 4, dtype=jnp.uint8)
