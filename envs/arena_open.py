@@ -26,7 +26,7 @@ import numpy as np
 from flax import struct
 from gymnax.environments import environment, spaces
 from jaxrl.envs.arena import CHANNELS, SNAKE_COLOURS
-from jaxrl.envs.base import INT32_MAX, AgentsDiscrete, Env, finite32, pick, whole
+from jaxrl.envs.base import INT32_MAX, AgentsDiscrete, Env, finite32, fusion_boundary, pick, whole
 
 OWNER = (1 << 13) - 1  # bits 0-12 of a cell's word: 1 + the snake whose head last entered it (0: none yet)
 FOOD = 1 << 13
@@ -358,7 +358,9 @@ class OpenArena(Env):
             | (((word & FOOD) != 0).astype(jnp.uint8) << 4)
             | (((word & WALL) != 0).astype(jnp.uint8) << 5)
         )
-        turned = [jnp.rot90(code, t, axes=(1, 2)) for t in range(4)]
+        # The codes pass a fusion boundary before the turns: fused in, each of the 7 channel bytes rebuilt
+        # its cell's code four times (env-only on PufferLib's map, 4 worlds: 2.3M -> 3.3M snake-steps/s).
+        turned = [jnp.rot90(fusion_boundary(code), t, axes=(1, 2)) for t in range(4)]
         code = jnp.select([(state.heading == t)[:, None, None] for t in range(3)], turned[:3], turned[3])
         bar = (self._reading_order[None, :] < state.health[:, None]).reshape(-1, self.view, self.view)
         code = (code | (bar.astype(jnp.uint8) << 6)) * state.alive[:, None, None].astype(jnp.uint8)
