@@ -94,3 +94,53 @@ def pytest_collection_modifyitems(config, items):
     missing = SLOW_TIER - found
     if whole_run and missing:
         raise pytest.UsageError(f"tests/conftest.py SLOW_TIER names tests that do not exist: {sorted(missing)}")
+
+
+# Tests write nothing into the source tree: the controller process notes `git status` (with a hash of
+# each listed file) when the session starts and fails the session if it differs at the end.
+_TREE_BEFORE = None
+
+
+def _tree_state():
+    """{path: (git's status code, content hash)} of every changed or untracked file; None outside a checkout."""
+    import hashlib
+    import subprocess
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent.parent
+    try:
+        proc = subprocess.run(
+            ["git", "status", "--porcelain", "--untracked-files=all", "-z"],
+            check=False,
+            cwd=root,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    if proc.returncode:
+        return None
+    state = {}
+    for entry in filter(None, proc.stdout.split("\0")):
+        code, path = entry[:2], entry[3:]
+        file = root / path
+        digest = hashlib.sha1(file.read_bytes()).hexdigest() if file.is_file() else ""
+        state[path] = (code, digest)
+    return state
+
+
+def pytest_sessionstart(session):
+    global _TREE_BEFORE
+    if not hasattr(session.config, "workerinput"):
+        _TREE_BEFORE = _tree_state()
+
+
+def pytest_sessionfinish(session, exitstatus):
+    if _TREE_BEFORE is None or hasattr(session.config, "workerinput"):
+        return
+    after = _tree_state() or {}
+    changed = sorted(p for p in set(_TREE_BEFORE) | set(after) if _TREE_BEFORE.get(p) != after.get(p))
+    if changed:
+        print(f"\nerror: the test run changed the source tree (tests must write to tmp_path): {changed[:20]}")
+        session.exitstatus = 1

@@ -35,15 +35,6 @@ def env_config(name: str, **settings):
     return envs.spec(name).schema()(**settings)
 
 
-def train_run(algo, key):
-    """The whole run of an algorithm as one jitted pure function of the key: (runner, UpdateStats)."""
-    import jax
-
-    from jaxrl.core.loop import make_train
-
-    return jax.jit(make_train(algo))(key)
-
-
 def three_chunks(algo, steps_per_update: int):
     """A 2-seed, 4-env CartPole run of 7 updates of `algo` (a config dataclass) through one compiled chunk
     of 3, run as chunks of 3, 3 and 1: the runner it ends with."""
@@ -92,15 +83,7 @@ class KillAfterChunks(Hook):
         os.kill(os.getpid(), signal.SIGKILL)
 
 
-# -- learning checks (PPO, DQN, the grid) -----------------------------------------------------------
-
-
-def final_mean(stats, key="return_sum", tail=0.1):
-    """Mean over the episodes that ended in the last `tail` of updates of an `UpdateStats` stack."""
-    episodes = stats.episodes
-    n = episodes.episodes.shape[-1]
-    last = slice(n - max(1, int(n * tail)), n)
-    return float(np.sum(getattr(episodes, key)[..., last]) / np.sum(episodes.episodes[..., last]))
+# -- optimizer steps read off the parameters ------------------------------------------------------------
 
 
 def with_unit_gradient(algo):
@@ -123,21 +106,6 @@ def bias_values(params) -> np.ndarray:
         np.ravel(x) for path, x in jax.tree_util.tree_leaves_with_path(params) if "bias" in jax.tree_util.keystr(path)
     ]
     return np.concatenate(found).astype(np.float64)
-
-
-def random_snake_score(env, params, n=512, steps=400):
-    def body(state, key):
-        act_key, step_key = jax.random.split(key)
-        a = jax.random.randint(act_key, (n,), 0, 4)
-        _, state, _, term, trunc, info = jax.vmap(env.step, in_axes=(0, 0, 0, None))(
-            jax.random.split(step_key, n), state, a, params
-        )
-        done = term | trunc
-        return state, (jnp.where(done, info["score"], 0).sum(), done.sum())
-
-    _, state = jax.vmap(env.reset, in_axes=(0, None))(jax.random.split(jax.random.key(9), n), params)
-    _, (score, count) = jax.lax.scan(body, state, jax.random.split(jax.random.key(10), steps))
-    return float(score.sum() / count.sum())
 
 
 # -- comparing runners (sweeps, devices, hosts) ------------------------------------------------------

@@ -89,7 +89,7 @@ def open_speed(ctx: Context) -> list[dict[str, Any]]:
     settings = ctx.pick(
         {"width": 32, "height": 24, "num_snakes": 16, "num_food": 32, "view": 11}, PUFFERLIB_MAP, PUFFERLIB_MAP
     )
-    worlds = ctx.pick([1], [1, 2, 4], [1, 2, 4, 16])
+    worlds = ctx.pick([1], [4], [1, 2, 4, 16])
     steps = ctx.pick(20, 200, 500)
     cores = max(1, int(ctx.machine.get("cores") or 1))
     rows = []
@@ -142,7 +142,7 @@ def cases() -> list[dict[str, Any]]:
 
 
 def env_speed(ctx: Context) -> list[dict[str, Any]]:
-    sizes = ctx.pick([4], [64, 1024, 4096], [16, 256, 1024, 4096, 16384])
+    sizes = ctx.pick([4], [1024], [16, 256, 1024, 4096, 16384])
     work = ctx.pick(400, 200_000, 1_000_000)  # game steps per timed call
     repeats = ctx.pick(1, 2, 3)
     rows = []
@@ -193,7 +193,7 @@ def first_seat_games(kind: str, bots: str, games: int, max_steps: int, seed: int
 
 
 def bot_table(ctx: Context) -> list[dict[str, Any]]:
-    games = ctx.pick(16, 1000, 1000)
+    games = ctx.pick(16, 400, 1000)
     rows = []
     for kind in KINDS:
         for bots in KINDS:
@@ -207,7 +207,7 @@ def ppo_speed(ctx: Context) -> dict[str, Any]:
     from jaxrl.bench.parts.train import program_sps
 
     overrides = ["env=arena"] + ctx.pick(["num_envs=16", "algo.num_steps=8"], [], [])
-    return program_sps(overrides, ctx.pick(256, 2_000_000, 5_000_000))
+    return program_sps(overrides, ctx.pick(256, 1_000_000, 5_000_000))
 
 
 SELFPLAY = ["opponents=selfplay", "selfplay.start=1", "selfplay.snapshot_every=2", "selfplay.bot_share=0.2"]
@@ -221,9 +221,9 @@ def selfplay_speed(ctx: Context) -> dict[str, Any]:
     from jaxrl.run import build
 
     small = ctx.pick(["num_envs=16", "algo.num_steps=8"], [], [])
-    target = ctx.pick(256, 2_000_000, 5_000_000)
+    target = ctx.pick(256, 1_000_000, 5_000_000)
     rows = []
-    for _ in range(ctx.pick(1, 2, 2)):
+    for _ in range(ctx.pick(1, 1, 2)):
         for label, extra in (("bots", []), ("selfplay", SELFPLAY)):
             cfg, _ = compose_config(["env=arena", *small, *extra, "progress=false"])
             updates = max(2, target // build.program(cfg).steps_per_update)

@@ -11,7 +11,7 @@ The env-groups check trains PPO on CartPole-v1 with 8 envs in 1, 4 and 8 env gro
 8 devices compute; see docs/devices.md) over 32 seeds each: whether smaller shuffle pools learn worse.
 
 Smoke: one tiny case and tiny env-groups runs (the plumbing); quick: the three CartPole cases and the
-env-groups check; full: every case.
+env-groups check on 8 seeds per group count; full: every case, and 32 seeds per group count.
 """
 
 from __future__ import annotations
@@ -96,7 +96,7 @@ def run(ctx: Context) -> dict[str, Any]:
             f"{label}: greedy {figures['greedy_figure']} mean {g['mean']:.1f}, worst seed {g['worst']:.1f}"
             f" (training return mean {t['mean']:.1f}, worst {t['worst']:.1f}) in {figures['seconds']:.0f} s"
         )
-    groups = env_groups(ctx.pick(2, GROUP_SEEDS, GROUP_SEEDS), ctx.pick(4096, 5e5, 5e5))
+    groups = env_groups(ctx.pick(2, 8, GROUP_SEEDS), ctx.pick(4096, 5e5, 5e5))
     for r in groups:
         ctx.say(
             f"PPO CartPole-v1, 8 envs, env_groups={r['env_groups']}: mean {r['mean']:.1f} +- {r['se']:.1f},"

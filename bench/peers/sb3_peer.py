@@ -141,26 +141,36 @@ def _torch_threads(threads: int | None) -> Iterator[int]:
         torch.set_num_threads(previous)
 
 
+def silent(model: Any) -> Any:
+    """`model` with a logger that writes nowhere: SB3's default makes a folder in the temp dir at every `learn`."""
+    from stable_baselines3.common.logger import Logger
+
+    model.set_logger(Logger(folder=None, output_formats=[]))
+    return model
+
+
 def _ppo(env: Any, n_envs: int, seed: int, preset: dict[str, Any]) -> Any:
     from stable_baselines3 import PPO
 
-    return PPO(
-        "MlpPolicy",
-        env,
-        n_steps=preset["n_steps"],
-        batch_size=min(preset["batch_size"], n_envs * preset["n_steps"]),
-        n_epochs=preset["n_epochs"],
-        policy_kwargs={"net_arch": preset["net_arch"]},
-        seed=seed,
-        device="cpu",
-        verbose=0,
+    return silent(
+        PPO(
+            "MlpPolicy",
+            env,
+            n_steps=preset["n_steps"],
+            batch_size=min(preset["batch_size"], n_envs * preset["n_steps"]),
+            n_epochs=preset["n_epochs"],
+            policy_kwargs={"net_arch": preset["net_arch"]},
+            seed=seed,
+            device="cpu",
+            verbose=0,
+        )
     )
 
 
 def _dqn(env: Any, seed: int) -> Any:
     from stable_baselines3 import DQN
 
-    return DQN("MlpPolicy", env, seed=seed, device="cpu", verbose=0)
+    return silent(DQN("MlpPolicy", env, seed=seed, device="cpu", verbose=0))
 
 
 def _settings(model: Any, algo: str) -> dict[str, Any]:

@@ -53,6 +53,7 @@ class DQNConfig:
     n_step: int = 1  # n-step returns (1: one-step TD)
     double: bool = True  # double DQN: the online net picks the next action, the target net values it
     max_grad_norm: float = 10.0  # global gradient-norm clip
+    adam_eps: float = 1e-8  # Adam's epsilon: larger makes the steps shrink with the gradients once they get tiny
     huber_delta: float = 1.0  # Huber loss threshold
     network: str = "mlp"  # mlp | cnn (a recurrent network needs sequence replay, which DQN does not have)
     hidden: list[int] = field(default_factory=lambda: [120, 84])  # dense layer widths (after convs for cnn)
@@ -74,6 +75,7 @@ class DQNConfig:
                 f"algo.tau={self.tau} is invalid: the target network would never move (must be in (0, 1])"
             )
         positive("algo.huber_delta", self.huber_delta)
+        positive("algo.adam_eps", self.adam_eps)
         if self.learning_starts >= cfg.total_timesteps:
             raise ConfigError(
                 f"algo.learning_starts={self.learning_starts} is invalid: it must be below"
@@ -287,7 +289,7 @@ class DQN:
         """Gradient clipping and Adam at learning rate `lr`. Annealed, `lr` is traced and passed as a
         constant schedule, so the optimizer state keeps the layout checkpoints were written with."""
         rate = (lambda _: lr) if self.algo.anneal_lr else lr
-        return optax.chain(optax.clip_by_global_norm(self.algo.max_grad_norm), optax.adam(rate))
+        return optax.chain(optax.clip_by_global_norm(self.algo.max_grad_norm), optax.adam(rate, eps=self.algo.adam_eps))
 
     def learning_rate(self, update: jax.Array, step: jax.Array) -> float | jax.Array:
         """The learning rate of gradient step `step` of update `update`: lr, or, annealed, linear from lr at

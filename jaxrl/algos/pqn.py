@@ -42,6 +42,7 @@ class PQNConfig:
     epsilon_end: float = 0.05  # exploration rate after the decay
     epsilon_decay: float = 0.2  # fraction of total_timesteps over which epsilon falls linearly
     max_grad_norm: float = 10.0  # global gradient-norm clip
+    adam_eps: float = 1e-8  # RAdam's epsilon: larger makes the steps shrink with the gradients once they get tiny
     reward_scale: float = 1.0  # rewards are multiplied by this for learning (metrics stay raw)
     network: str = "mlp"  # mlp | cnn
     hidden: list[int] = field(default_factory=lambda: [128, 128])  # dense layer widths (after convs for cnn)
@@ -52,7 +53,7 @@ class PQNConfig:
     def validate(self, cfg: TrainConfig) -> None:
         """ConfigError naming the first PQN setting out of range or not dividing the rollout."""
         feed_forward_only("pqn", self.network)
-        for name in ("num_steps", "update_epochs", "num_minibatches", "reward_scale"):
+        for name in ("num_steps", "update_epochs", "num_minibatches", "reward_scale", "adam_eps"):
             positive(f"algo.{name}", getattr(self, name))
         for name in ("q_lambda", "epsilon_start", "epsilon_end", "epsilon_decay"):
             in_range(f"algo.{name}", getattr(self, name), 0, 1)
@@ -227,7 +228,9 @@ class PQN:
     def optimizer_with(self, lr: float | jax.Array) -> optax.GradientTransformation:
         """Gradient clipping and RAdam at `lr` (traced and passed as a constant schedule when annealed)."""
         rate = (lambda _: lr) if self.algo.anneal_lr else lr
-        return optax.chain(optax.clip_by_global_norm(self.algo.max_grad_norm), optax.radam(rate))
+        return optax.chain(
+            optax.clip_by_global_norm(self.algo.max_grad_norm), optax.radam(rate, eps=self.algo.adam_eps)
+        )
 
     def minibatch_step(self, carry, minibatch):
         params, opt_state = carry

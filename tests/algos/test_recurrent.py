@@ -165,12 +165,14 @@ def test_evaluation_writes_a_replay_for_a_recurrent_snake(tmp_path):
 
 
 @pytest.mark.slow
-def test_recurrent_ppo_solves_memory_chain_where_feed_forward_cannot(tmp_path):
-    """The shipped MemoryChain config (GRU): mean return >= 0.9 within 1e6 steps on each of 2 seeds;
-    the same run with a feed-forward network stays near chance (0)."""
-    gru = jaxrl.train(env="MemoryChain-bsuite", run_dir=tmp_path / "gru", num_seeds=2, progress=False)
-    assert gru.config.algo.network == "gru" and gru.config.total_timesteps <= 1e6
-    finals = gru.summary["final_return_per_seed"]
-    assert min(finals) >= 0.9, finals
-    ff = jaxrl.train(env="MemoryChain-bsuite", run_dir=tmp_path / "ff", progress=False, **{"algo.network": "mlp"})
-    assert abs(ff.summary["final_return"]) <= 0.3, ff.summary["final_return"]
+def test_recurrent_ppo_solves_memory_chain_where_feed_forward_cannot():
+    """The shipped MemoryChain config (GRU) solves it within 1e6 steps on each of 2 seeds; the same run with a
+    feed-forward network stays near chance (0). Bars and measured draws: jaxrl.bench.checks, docs/reliability.md."""
+    from jaxrl.bench import checks
+
+    from jaxrl.config.compose import compose_config
+
+    cfg, _ = compose_config(["env=MemoryChain-bsuite"])
+    assert cfg.algo.network == "gru" and cfg.total_timesteps <= 1e6
+    checks.run_test_draw("memory_chain_gru")
+    checks.run_test_draw("memory_chain_mlp")

@@ -73,6 +73,6 @@ def test_a_buffer_too_small_for_the_env_count_is_one_line():
 
 @pytest.mark.slow
 def test_purejaxrls_cartpole_settings_balance_the_pole():
-    # Measured 2026-11 on the 2-core CPU: final return 500.0 (seed 0), ~8 s run + 2 s compile.
-    r = run_reference("CartPole-v1", 0)
-    assert r["final_return"] > 150, r
+    from jaxrl.bench import checks
+
+    checks.assert_holds("purejaxrl_dqn", {"return": run_reference("CartPole-v1", 0)["final_return"]})

@@ -48,6 +48,8 @@ TRAIN = [
     (["algo=dqn", "algo.batch_size=0"], "algo.batch_size=0 is invalid"),
     (["algo=dqn", "algo.target_update_interval=0"], "algo.target_update_interval=0 is invalid"),
     (["algo=dqn", "algo.huber_delta=0"], "algo.huber_delta=0.0 is invalid"),
+    (["algo=dqn", "algo.adam_eps=0"], "algo.adam_eps=0.0 is invalid"),
+    (["algo=pqn", "algo.adam_eps=-1e-3"], "algo.adam_eps=-0.001 is invalid"),
     (["algo=dqn", "algo.learning_starts=100", "algo.train_freq=3"], "algo.train_freq=3 must divide num_envs=4"),
     (["num_envs=0"], "num_envs=0 is invalid"),
     (["num_seeds=-1"], "num_seeds=-1 is invalid"),

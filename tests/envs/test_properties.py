@@ -4,8 +4,9 @@ An example steps a vmapped batch of worlds under one jitted `lax.scan` and check
 state and step with numpy, against the state fields and the rules in the envs' docstrings (a
 small reference model of one step, written from the docstring rather than copied from the env).
 The default run draws a few small examples; `-m slow` checks over a million transitions per env
-(a transition is one step of one world) and writes what it checked to
-bench/results/property_suite.json. `test_checks_catch_*` corrupt real traces to show that every
+(a transition is one step of one world) and prints what it checked; with JAXRL_PROPERTY_RESULTS set to a
+JSON file (bench/results/property_suite.json holds the last record) it merges that in too, so a test run
+writes nothing into the source tree. `test_checks_catch_*` corrupt real traces to show that every
 family of checks can fail.
 """
 
@@ -13,6 +14,7 @@ from __future__ import annotations
 
 import datetime
 import json
+import os
 import time
 from collections import Counter
 from collections.abc import Callable
@@ -37,7 +39,6 @@ from jaxrl.envs.snake import DCOL, DROW, START_LENGTH, Snake
 from jaxrl.envs.snake import EnvParams as SnakeParams
 from jaxrl.envs.snake import EnvState as SnakeState
 
-RESULTS = Path(__file__).resolve().parents[2] / "bench" / "results" / "property_suite.json"
 FAST = settings(max_examples=12, deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow])
 # The slow runs report a failing example without shrinking it: each example is 131k transitions.
 SLOW = settings(max_examples=8, deadline=None, database=None, phases=(Phase.explicit, Phase.generate))
@@ -953,13 +954,17 @@ def test_checks_catch_corrupted_grid_traces():
 
 
 def record_result(name: str, result: dict) -> None:
-    """Merge `result` under `name` into bench/results/property_suite.json, and print it."""
-    data = json.loads(RESULTS.read_text()) if RESULTS.exists() else {}
-    data[name] = result
-    scratch = RESULTS.with_suffix(".json.tmp")  # bench/results/*.tmp is git-ignored
-    scratch.write_text(json.dumps(data, indent=2) + "\n")
-    scratch.replace(RESULTS)
+    """Print `result`, and merge it under `name` into the JSON file JAXRL_PROPERTY_RESULTS names, if set."""
     print(json.dumps({name: result}, indent=2))
+    target = os.environ.get("JAXRL_PROPERTY_RESULTS")
+    if not target:
+        return
+    path = Path(target)
+    data = json.loads(path.read_text()) if path.exists() else {}
+    data[name] = result
+    scratch = path.with_name(path.name + ".tmp")  # bench/results/*.tmp is git-ignored
+    scratch.write_text(json.dumps(data, indent=2) + "\n")
+    scratch.replace(path)
 
 
 def check_a_million(name: str, check: Callable, settings_strategy: st.SearchStrategy, env_settings: str) -> None:
@@ -1000,7 +1005,7 @@ def check_a_million(name: str, check: Callable, settings_strategy: st.SearchStra
             "coverage": dict(coverage),
             "when": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
             "wall_s": round(wall, 1),
-            "command": "python -m pytest -m slow tests/envs/test_properties.py",
+            "command": "JAXRL_PROPERTY_RESULTS=bench/results/property_suite.json python -m pytest -m slow tests/envs/test_properties.py",
             "machine": describe(),
         },
     )
