@@ -359,8 +359,10 @@ _bars("ppo_snake", ("worst_score", ">", 0.7), ("seeds_differ", ">=", 1))
 _bars("dqn_snake", ("score", ">", 3.5))
 _bars("ppo_grid", ("return", ">", 4.5))
 _bars("dqn_grid", ("return", ">", 4.5))
-_bars("pqn_cartpole", ("mean", ">=", 450), ("worst", ">=", 350), ("greedy_worst", ">=", 350))
-_bars("parity_ppo_CartPole-v1", ("mean", ">=", 475))
+# The 4-seed CartPole Q-learner checks bar the mean, not the worst seed: about one seed in 400 still falls late
+# (docs/benchmarks.md), and a mean of 350 holds with one such seed among three that balance.
+_bars("pqn_cartpole", ("mean", ">=", 350), ("greedy_mean", ">=", 350))
+_bars("parity_ppo_CartPole-v1", ("mean", ">=", 450))
 _bars("parity_ppo_Acrobot-v1", ("mean", ">=", -90))
 _bars("parity_ppo_MountainCar-v0", ("mean", ">=", -135))
 _bars("parity_ppo_Pendulum-v1", ("mean", ">=", -200))
@@ -398,12 +400,16 @@ def measure(case: str, draws: int, first: int = 1, batch: int = 0) -> dict[str, 
     step = batch or draws
     for start in range(first, first + draws, step):
         figures += CASES[case].run(start, min(step, first + draws - start))
-    seconds = time.perf_counter() - t0
+    return summarize(case, figures, first, time.perf_counter() - t0)
+
+
+def summarize(case: str, figures: list[Figures], first: int, seconds: float) -> dict[str, Any]:
+    """The record of `case`'s draws: per check (the bars as they are now), how many draws fail it and the worst."""
     rows = []
     for check in CHECKS[case]:
         values = [f[check.figure] for f in figures]
-        worst = max(values) if check.op == "<=" else min(values)
-        finite = [v for v in values if math.isfinite(v)]
+        finite = [v for v in values if math.isfinite(v)]  # a draw that is not finite counts as failed
+        worst = (max(finite) if check.op == "<=" else min(finite)) if finite else math.nan
         rows.append(
             {
                 "check": str(check),
@@ -419,7 +425,7 @@ def measure(case: str, draws: int, first: int = 1, batch: int = 0) -> dict[str, 
         "case": case,
         "test": CASES[case].test,
         "what": CASES[case].what,
-        "draws": draws,
+        "draws": len(figures),
         "first": first,
         "seconds": seconds,
         "figures": figures,
@@ -446,7 +452,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--first", type=int, default=1, help="the first draw (default 1; draw 0 is the test's)")
     parser.add_argument("--batch", type=int, default=0, help="draws per compiled program (default: all at once)")
     parser.add_argument("--out", type=Path, help="append each case's JSON record (one line) to this file")
+    parser.add_argument("--table", type=Path, help="draw nothing: the table of the records in this file, today's bars")
     args = parser.parse_args(argv)
+    if args.table:
+        return print_table(args.table)
     unknown = [c for c in args.cases if c not in CASES]
     bad = [f"unknown case {c!r}; known: {', '.join(CASES)}" for c in unknown]
     bad += [f"--draws={args.draws} must be >= 1"] if args.draws < 1 else []
@@ -468,6 +477,17 @@ def main(argv: Sequence[str] | None = None) -> int:
             with args.out.open("a") as f:
                 f.write(json.dumps(result) + "\n")
     print(table(results))
+    return 0
+
+
+def print_table(path: Path) -> int:
+    try:
+        records = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    except (OSError, ValueError) as e:
+        print(f"error: --table={path}: not a file of JSON records ({e})", file=sys.stderr)
+        return 2
+    known = [r for r in records if r.get("case") in CASES]
+    print(table([summarize(r["case"], r["figures"], r["first"], r["seconds"]) for r in known]), end="")
     return 0
 
 

@@ -120,7 +120,7 @@ def test_the_seeds_part_reports_each_seed_the_worst_beside_the_mean_and_the_env_
     assert "4 groups: 398.0 +- 52.0, worst 346.0" in lines[1]["figure"]
 
 
-def test_the_checks_count_failed_draws_and_name_the_worst(monkeypatch):
+def test_the_checks_count_failed_draws_and_name_the_worst(monkeypatch, tmp_path, capsys):
     from jaxrl.bench import checks
 
     figures = [{"r": 5.0, "d": 1.0}, {"r": 3.0, "d": 0.0}, {"r": float("nan"), "d": 1.0}, {"r": 7.0, "d": 1.0}]
@@ -137,6 +137,14 @@ def test_the_checks_count_failed_draws_and_name_the_worst(monkeypatch):
         checks.assert_holds("fake", figures[1])
     checks.assert_holds("fake", figures[0])
     assert checks.Check("x", "v", "<=", 0.3).holds(-0.2) and not checks.Check("x", "v", "<=", 0.3).holds(0.5)
+    # a saved record is scored again with today's bars
+    saved = tmp_path / "draws.jsonl"
+    saved.write_text(json.dumps(result) + "\n")
+    monkeypatch.setitem(checks.CHECKS, "fake", [checks.Check("fake", "r", ">", 2)])
+    assert checks.main(["--table", str(saved)]) == 0
+    assert "| fake: r | > 2 | 4 | 1 | 3 |" in capsys.readouterr().out  # only the NaN fails now
+    assert checks.main(["--table", str(tmp_path / "missing.jsonl")]) == 2
+    assert capsys.readouterr().err.startswith("error: --table=")
 
 
 def test_every_learning_check_names_a_test_that_exists_and_bars_on_figures_it_reads():
