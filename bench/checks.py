@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import statistics
 import sys
 import tempfile
 import time
@@ -371,8 +372,8 @@ _bars("parity_dqn_CartPole-v1", ("mean", ">=", 420), ("greedy_mean", ">=", 450),
 _bars("parity_dqn_Acrobot-v1", ("mean", ">=", -95))
 _bars("memory_chain_gru", ("worst", ">=", 0.9))
 _bars("memory_chain_mlp", ("abs_return", "<=", 0.3))
-_bars("sb3_adapter", ("growth", ">", 2))
-_bars("purejaxrl_ppo_small", ("return", ">", 40))
+_bars("sb3_adapter", ("growth", ">", 1.5))
+_bars("purejaxrl_ppo_small", ("return", ">", 35))
 _bars("purejaxrl_dqn", ("return", ">", 150))
 
 
@@ -419,6 +420,7 @@ def summarize(case: str, figures: list[Figures], first: int, seconds: float) -> 
                 "failed": sum(not check.holds(v) for v in values),
                 "worst": worst,
                 "mean": sum(finite) / len(finite) if finite else math.nan,
+                "sd": statistics.stdev(finite) if len(finite) > 1 else math.nan,
             }
         )
     return {
@@ -435,12 +437,17 @@ def summarize(case: str, figures: list[Figures], first: int, seconds: float) -> 
 
 def table(results: Sequence[dict[str, Any]]) -> str:
     """docs/reliability.md's table: one line per check."""
-    lines = ["| check | bar | draws | failed | worst draw | mean |", "|---|---|---|---|---|---|"]
+    lines = [
+        "| check | bar | draws | failed | worst draw | mean | sd | mean to bar, in sd |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
     for r in results:
         for c in r["checks"]:
+            sd = c.get("sd", math.nan)
+            away = abs(c["mean"] - c["bar"]) / sd if sd and math.isfinite(sd) else math.inf
             lines.append(
                 f"| {r['case']}: {c['figure']} | {c['op']} {c['bar']:g} | {r['draws']} | {c['failed']}"
-                f" | {c['worst']:.4g} | {c['mean']:.4g} |"
+                f" | {c['worst']:.4g} | {c['mean']:.4g} | {sd:.3g} | {'-' if math.isinf(away) else f'{away:.1f}'} |"
             )
     return "\n".join(lines) + "\n"
 
@@ -486,8 +493,9 @@ def print_table(path: Path) -> int:
     except (OSError, ValueError) as e:
         print(f"error: --table={path}: not a file of JSON records ({e})", file=sys.stderr)
         return 2
-    known = [r for r in records if r.get("case") in CASES]
-    print(table([summarize(r["case"], r["figures"], r["first"], r["seconds"]) for r in known]), end="")
+    latest = {r["case"]: r for r in records if r.get("case") in CASES}  # a case drawn again: its latest record
+    ordered = [latest[c] for c in CASES if c in latest]
+    print(table([summarize(r["case"], r["figures"], r["first"], r["seconds"]) for r in ordered]), end="")
     return 0
 
 

@@ -142,7 +142,12 @@ def test_the_checks_count_failed_draws_and_name_the_worst(monkeypatch, tmp_path,
     saved.write_text(json.dumps(result) + "\n")
     monkeypatch.setitem(checks.CHECKS, "fake", [checks.Check("fake", "r", ">", 2)])
     assert checks.main(["--table", str(saved)]) == 0
-    assert "| fake: r | > 2 | 4 | 1 | 3 |" in capsys.readouterr().out  # only the NaN fails now
+    assert "| fake: r | > 2 | 4 | 1 | 3 | 5 | 2 | 1.5 |" in capsys.readouterr().out  # only the NaN fails now
+    again = checks.summarize("fake", [{"r": 9.0, "d": 1.0}] * 2, 4, 1.0)
+    saved.write_text(json.dumps(result) + "\n" + json.dumps(again) + "\n")
+    assert checks.main(["--table", str(saved)]) == 0
+    printed = capsys.readouterr().out
+    assert "| fake: r | > 2 | 2 | 0 | 9 |" in printed and "| 4 | 1 | 3 |" not in printed  # a case drawn again: the latest
     assert checks.main(["--table", str(tmp_path / "missing.jsonl")]) == 2
     assert capsys.readouterr().err.startswith("error: --table=")
 

@@ -134,8 +134,8 @@ def test_ratings_are_reproducible_and_agree_across_seeds_within_their_errors(run
     first, again = (rating.rate(found, games=150, seed=0, say=quiet)["table"] for _ in range(2))
     assert first == again  # same games, same table
     other = {r["player"]: r for r in rating.rate(found, games=150, seed=7, say=quiet)["table"]}
-    for row in first:
-        assert abs(row["rating"] - other[row["player"]]["rating"]) <= 3 * np.hypot(
+    for row in first:  # 4 standard errors: two free ratings fail together about once in 8,000 correct runs
+        assert abs(row["rating"] - other[row["player"]]["rating"]) <= 4 * np.hypot(
             row["error"], other[row["player"]]["error"]
         )
 
