@@ -147,7 +147,8 @@ def test_the_checks_count_failed_draws_and_name_the_worst(monkeypatch, tmp_path,
     saved.write_text(json.dumps(result) + "\n" + json.dumps(again) + "\n")
     assert checks.main(["--table", str(saved)]) == 0
     printed = capsys.readouterr().out
-    assert "| fake: r | > 2 | 2 | 0 | 9 |" in printed and "| 4 | 1 | 3 |" not in printed  # a case drawn again: the latest
+    # a case drawn again: its latest record
+    assert "| fake: r | > 2 | 2 | 0 | 9 |" in printed and "| 4 | 1 | 3 |" not in printed
     assert checks.main(["--table", str(tmp_path / "missing.jsonl")]) == 2
     assert capsys.readouterr().err.startswith("error: --table=")
 
