@@ -50,6 +50,15 @@ def test_a_policy_against_itself_scores_half_with_the_seats_rotated(runs):
         assert abs(same["a_score"] - 0.5) < 0.07, same  # 4 standard errors of 800 fair games
 
 
+def test_each_side_holds_each_seat_in_half_the_games():
+    # the default tier's guard of the rotation; the same with a trained run's player is a slow test above
+    greedy, safe = headtohead.bot("greedy"), headtohead.bot("random_safe")
+    _, _, mine, steps = headtohead._table(greedy, safe, 10, None)
+    np.testing.assert_array_equal(np.asarray(mine).sum(axis=0), [5, 5, 5, 5])
+    np.testing.assert_array_equal(np.asarray(mine).sum(axis=1), [2] * 10)
+    assert steps > 0
+
+
 def test_greedy_beats_random_safe_head_to_head():
     r = headtohead.play_pair(headtohead.bot("greedy"), headtohead.bot("random_safe"), games=400)
     assert r["a_wins"] > r["b_wins"] and r["a_placement"] < r["b_placement"]
