@@ -88,6 +88,16 @@ SLOW_TIER = {
     "tests/core/test_precision.py::test_bf16_update_keeps_parameters_and_optimizer_state_float32[dqn]",
     "tests/core/test_precision.py::test_bf16_network_computes_in_bfloat16_from_float32_parameters_forward_and_backward[shared-cnn]",
     "tests/algos/test_recurrent.py::test_sequence_pass_from_stored_carries_reproduces_the_rollout[gru-4]",
+    # more end-to-end runs and peers' runs beside a default-tier guard: recurrent opponents and the pool's
+    # snapshots in self-play (the fixed-opponent self-play run stays), a sweep's resume (the one-program and
+    # every-setting-traces sweep tests stay), a gymnax id other than CartPole from the CLI (CartPole's runs are gymnax's),
+    # the PureJaxRL-shaped continuous PPO's run and SB3's score curve (their unit tests stay)
+    "tests/opponents/test_selfplay.py::test_recurrent_opponents_carry_their_own_state_and_start_each_game_fresh",
+    "tests/opponents/test_selfplay.py::test_the_pool_holds_only_snapshots_taken_after_start_never_the_initial_weights",
+    "tests/scale/test_sweep.py::test_a_sweep_resumes_with_its_members",
+    "tests/test_cli.py::test_gymnax_id_runs",
+    "tests/bench/test_purejaxrl_ppo_continuous_ref.py::test_a_short_run_gives_finite_figures_and_the_latest_episodes_return",
+    "tests/bench/test_sb3_peer.py::test_the_score_curve_has_a_point_per_rollout_inside_the_cap",
     # learning checks
     "tests/envs/test_gymnasium.py::test_sb3_ppo_learns_on_the_adapter",
     "tests/bench/test_purejaxrl_dqn_ref.py::test_an_odd_env_count_learns_on_purejaxrls_modulo_schedule",

@@ -114,11 +114,12 @@ def run(ctx: Context) -> dict[str, Any]:
 
     target = ctx.pick(2_000, 100_000, 1_000_000)
     rates = []
-    for label, extra in (
+    networks = [
         ("feed-forward (default)", []),
         ("gru 128 after [128]", ["algo.network=gru", "algo.hidden=[128]", "algo.rnn_hidden=128"]),
         ("gru 64 after [128]", ["algo.network=gru", "algo.hidden=[128]", "algo.rnn_hidden=64"]),
-    ):
+    ]
+    for label, extra in networks[: ctx.pick(2, 3, 3)]:  # smoke: the 64-unit GRU is the same code at another width
         row = {"network": label, **program_sps(["env=snake", *extra], target)}
         rates.append(row)
         ctx.say(f"Snake PPO {label}: {fmt_rate(row['sps'])} steps/s")
@@ -137,6 +138,7 @@ def run(ctx: Context) -> dict[str, Any]:
     # and never fewer than the first run's: in a tiny smoke run the GRU can finish first, and fewer steps
     # could fall below one update.
     longer = max(int(total), int(total * grid[1]["wall_s"] / cnn_wall))
+    longer = ctx.pick(int(total), longer, longer)  # smoke: the first run's program again, from the compile cache
     grid.append(grid_row("cnn, the GRU's wall-clock", world, episodes, longer, {}))
     ctx.say(
         f"grid 8 agents view 3, cnn for {longer:,} steps: greedy {grid[2]['greedy_world_return']:.1f} in {grid[2]['wall_s']:.0f} s"

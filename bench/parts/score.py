@@ -161,7 +161,7 @@ def run(ctx: Context) -> dict[str, Any]:
         # the smoke run only checks that SB3's curve is taken and written: a few rollouts, not the 60 s cap
         # quick: 4 workers, as 16 take ~28 s of the cap to start on a 2-core CPU
         n_envs, jaxrl_cap = ctx.pick(2, 4, 16), out["curves"]["jaxrl default"]["cap_s"]
-        cap = ctx.pick(15.0, jaxrl_cap, jaxrl_cap)
+        cap = ctx.pick(6.0, jaxrl_cap, jaxrl_cap)
         sb3 = sb3_peer.score_curve(cap, seed=0, n_envs=n_envs, vec="subproc")
         times = [p[0] for p in sb3["points"]]
         sb3.update(cap_s=cap, seeds=1, command=f"SB3 PPO, seed guides' fast, {n_envs} SubprocVecEnv")
