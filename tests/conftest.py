@@ -90,8 +90,8 @@ SLOW_TIER = {
     "tests/algos/test_recurrent.py::test_sequence_pass_from_stored_carries_reproduces_the_rollout[gru-4]",
     # more end-to-end runs and peers' runs beside a default-tier guard: recurrent opponents and the pool's
     # snapshots in self-play (the fixed-opponent self-play run stays), a sweep's resume (the one-program and
-    # every-setting-traces sweep tests stay), a gymnax id other than CartPole from the CLI (CartPole's runs are gymnax's),
-    # the PureJaxRL-shaped continuous PPO's run and SB3's score curve (their unit tests stay)
+    # every-setting-traces sweep tests stay), a gymnax id other than CartPole from the CLI (CartPole's runs
+    # are gymnax's), the PureJaxRL-shaped continuous PPO's run and SB3's score curve (their unit tests stay)
     "tests/opponents/test_selfplay.py::test_recurrent_opponents_carry_their_own_state_and_start_each_game_fresh",
     "tests/opponents/test_selfplay.py::test_the_pool_holds_only_snapshots_taken_after_start_never_the_initial_weights",
     "tests/scale/test_sweep.py::test_a_sweep_resumes_with_its_members",
@@ -134,8 +134,8 @@ def pytest_collection_modifyitems(config, items):
 # The files that take longest, longest first (seconds of the slow tier on the 2-core AMD EPYC, 2026-11-28).
 # xdist's --dist loadfile hands out files in the order of the collection; by default it orders them by their
 # number of tests, which left the two longest single-test files (the bench's smoke run, Colab's stack) for
-# the end of the slow tier, one worker busy with them while the other sat idle. The order of the rest is
-# xdist's own. A stale figure here only changes the order.
+# the end of the slow tier, one worker busy with them while the other sat idle. The rest keep xdist's rule
+# (most tests first). A stale figure here only changes the order.
 LONGEST_FILES = {
     "tests/bench/test_bench_suite.py": 490,
     "tests/test_colab_stack.py": 340,
@@ -155,11 +155,11 @@ def pytest_configure(config):
 
 def _longest_files_first(items):
     """Sort `items` (stably) by file: LONGEST_FILES first, longest first, then the files with most tests."""
-    count: dict[str, int] = {}
-    for item in items:
-        count[item.nodeid.split("::")[0]] = count.get(item.nodeid.split("::")[0], 0) + 1
-    key = lambda item: (-LONGEST_FILES.get(f := item.nodeid.split("::")[0], 0), -count[f])
-    items.sort(key=key)
+    from collections import Counter
+
+    file_of = lambda item: item.nodeid.split("::")[0]
+    count = Counter(map(file_of, items))
+    items.sort(key=lambda item: (-LONGEST_FILES.get(file_of(item), 0), -count[file_of(item)]))
 
 
 # Tests write nothing into the source tree: the controller process notes `git status` (with a hash of
