@@ -34,7 +34,9 @@ from jaxrl.bench.parts import ORDER
 def parse(argv: list[str]) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog=f"python -m {__package__}", description=__doc__.splitlines()[0])
     parser.add_argument(
-        "--quick", action="store_true", help="about 11 minutes on a 2-core AMD EPYC (10:52, measured 2026-11-28), 15-17 on a 2-core Intel Xeon"
+        "--quick",
+        action="store_true",
+        help="about 11 minutes on a 2-core AMD EPYC (10:52, measured 2026-11-28), 15-17 on a 2-core Intel Xeon",
     )
     parser.add_argument("--smoke", action="store_true", help=argparse.SUPPRESS)  # the test's tiny budget
     parser.add_argument("--only", default=None, help=f"comma-separated parts: {', '.join(ORDER)}")

@@ -377,8 +377,21 @@ _bars("purejaxrl_ppo_small", ("return", ">", 35))
 _bars("purejaxrl_dqn", ("return", ">", 150))
 
 
+def optimizations_off() -> str:
+    """Why a draw here would not be a draw of what the bars were measured on ('' when it would be)."""
+    import jax
+
+    if jax.config.read("jax_disable_most_optimizations"):
+        return (
+            "XLA's optimizations are off (jax_disable_most_optimizations, JAX_DISABLE_MOST_OPTIMIZATIONS) and the"
+            " bars were measured with them on (a test: mark it `optimized`, tests/conftest.py)"
+        )
+    return ""
+
+
 def assert_holds(case: str, figures: Figures) -> None:
     """Every bar of `case` holds on `figures` (one draw's); the message names each bar that fails."""
+    assert not optimizations_off(), f"learning check {case}: {optimizations_off()}"
     failed = [f"{c} (got {figures[c.figure]:.4g})" for c in CHECKS[case] if not c.holds(figures[c.figure])]
     assert not failed, "; ".join(failed) + f"; all figures: {figures}"
 
@@ -467,6 +480,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     bad = [f"unknown case {c!r}; known: {', '.join(CASES)}" for c in unknown]
     bad += [f"--draws={args.draws} must be >= 1"] if args.draws < 1 else []
     bad += [f"--{k}={getattr(args, k)} must be >= 0" for k in ("first", "batch") if getattr(args, k) < 0]
+    bad += [optimizations_off()] if optimizations_off() else []
     if bad:
         print(f"error: {bad[0]}", file=sys.stderr)
         return 2

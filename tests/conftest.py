@@ -2,6 +2,8 @@ import os
 import shutil
 import tempfile
 
+import pytest
+
 os.environ.setdefault("JAX_PLATFORMS", "cpu")
 
 # One persistent compilation cache for the whole test run: every test process (xdist workers and the
@@ -14,6 +16,33 @@ if "JAX_COMPILATION_CACHE_DIR" not in os.environ:
     os.environ["JAX_COMPILATION_CACHE_DIR"] = _OWN_CACHE
 os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", "0")
 os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES", "0")
+
+# Most tests run programs for a few steps, so XLA's compile is most of their time: they compile without
+# XLA's backend optimizations (jax's own switch; subprocesses inherit it), which took the default tier
+# from 7:01 to 5:01 on the 2-core AMD EPYC. Tests marked `optimized` compile as users do (the fixture
+# below): the learning checks, whose bars were measured so and whose long runs optimized code speeds up,
+# and comparisons that hold to the rounding of optimized code. docs/tests.md has the figures.
+os.environ.setdefault("JAX_DISABLE_MOST_OPTIMIZATIONS", "1")
+
+
+@pytest.fixture(autouse=True)
+def _optimized_compiles_as_users_do(request, monkeypatch):
+    """For a test marked `optimized`: XLA's optimizations on, here and in the processes it starts, and no
+    program compiled without them reused (nor one compiled with them left for the next test)."""
+    if request.node.get_closest_marker("optimized") is None:
+        yield
+        return
+    import jax
+
+    monkeypatch.setenv("JAX_DISABLE_MOST_OPTIMIZATIONS", "0")
+    before = jax.config.read("jax_disable_most_optimizations")
+    jax.config.update("jax_disable_most_optimizations", False)
+    jax.clear_caches()
+    try:
+        yield
+    finally:
+        jax.clear_caches()
+        jax.config.update("jax_disable_most_optimizations", before)
 
 
 def pytest_unconfigure(config):
@@ -109,15 +138,11 @@ SLOW_TIER = {
 
 
 def _tryfirst(hook):
-    import pytest
-
     return pytest.hookimpl(tryfirst=True)(hook)  # before `-m` deselects
 
 
 @_tryfirst
 def pytest_collection_modifyitems(config, items):
-    import pytest
-
     found = set()
     for item in items:
         for name in (item.nodeid, item.nodeid.split("[")[0]):

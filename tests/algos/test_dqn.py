@@ -417,6 +417,7 @@ def test_counters_stay_right_past_2_to_the_31_env_steps():
     assert set(np.asarray(batch.obs[:, 0]).tolist()) == {10.0 * t + e for t in range(2, 6) for e in (0, 1)}
 
 
+@pytest.mark.optimized
 def test_dqn_on_snake_beats_random():
     checks.run_test_draw("dqn_snake")  # bar and measured draws: docs/reliability.md
 

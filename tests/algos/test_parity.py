@@ -31,6 +31,7 @@ def test_the_tuned_default_trains_purejaxrls_budget(algo, env):
         assert (cfg.num_envs, cfg.algo.buffer_size, cfg.algo.batch_size, cfg.algo.train_freq) == (10, 50_000, 256, 10)
 
 
+@pytest.mark.optimized
 @pytest.mark.slow
 @pytest.mark.parametrize(("algo", "env"), sorted(BUDGETS))
 def test_the_tuned_default_keeps_its_measured_return(algo, env):

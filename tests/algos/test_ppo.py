@@ -23,11 +23,13 @@ from tests.helpers import (
 
 # Learning checks: each case's configuration and bars live in jaxrl.bench.checks (draw 0 is the key these
 # tests have always used); docs/reliability.md has each bar beside its measured draws.
+@pytest.mark.optimized
 @pytest.mark.parametrize("precision", ["fp32", "bf16"])
 def test_cartpole_learns_within_5e5_steps(precision):
     checks.run_test_draw(f"ppo_cartpole_{precision}")
 
 
+@pytest.mark.optimized
 def test_snake_beats_random_and_seeds_are_independent():
     checks.run_test_draw("ppo_snake")  # the worst of 2 seeds beats random (~0.14 apples) and the seeds differ
 

@@ -112,6 +112,7 @@ def test_pqn_on_several_agents_trains_evaluates_and_resumes(tmp_path):
     assert longer.summary["env_steps_per_seed"] == 4 * 16 * 3
 
 
+@pytest.mark.optimized
 @pytest.mark.slow
 def test_pqn_learns_cartpole_within_5e5_steps():
     """The shipped pqn_CartPole-v1 config learns CartPole within 5e5 steps: the mean of 4 seeds, in training and

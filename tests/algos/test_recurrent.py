@@ -164,6 +164,7 @@ def test_evaluation_writes_a_replay_for_a_recurrent_snake(tmp_path):
     assert run.evaluate(episodes=4)["episodes_per_seed"] == 4
 
 
+@pytest.mark.optimized
 @pytest.mark.slow
 def test_recurrent_ppo_solves_memory_chain_where_feed_forward_cannot():
     """The shipped MemoryChain config (GRU) solves it within 1e6 steps on each of 2 seeds; the same run with a

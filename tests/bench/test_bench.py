@@ -45,6 +45,7 @@ def test_the_floor_writes_the_grids_observation_shape_from_the_grids_expansion()
     assert float(env_part.obs_floor_grid(6, 4, 2, 3)(jax.random.key(0))) > 0
 
 
+@pytest.mark.optimized
 def test_the_purejaxrl_shaped_reference_learns_cartpole_on_a_small_budget():
     from jaxrl.bench import checks
     from jaxrl.bench.peers.purejaxrl_ref import run_reference
@@ -120,6 +121,7 @@ def test_the_seeds_part_reports_each_seed_the_worst_beside_the_mean_and_the_env_
     assert "4 groups: 398.0 +- 52.0, worst 346.0" in lines[1]["figure"]
 
 
+@pytest.mark.optimized
 def test_the_checks_count_failed_draws_and_name_the_worst(monkeypatch, tmp_path, capsys):
     from jaxrl.bench import checks
 
@@ -153,6 +155,19 @@ def test_the_checks_count_failed_draws_and_name_the_worst(monkeypatch, tmp_path,
     assert capsys.readouterr().err.startswith("error: --table=")
 
 
+def test_a_learning_check_refuses_a_run_compiled_without_xlas_optimizations():
+    import jax
+    from jaxrl.bench import checks
+
+    before = jax.config.read("jax_disable_most_optimizations")
+    jax.config.update("jax_disable_most_optimizations", True)
+    try:
+        with pytest.raises(AssertionError, match="learning check ppo_cartpole_fp32: XLA's optimizations are off"):
+            checks.assert_holds("ppo_cartpole_fp32", {"return": 500.0})
+    finally:
+        jax.config.update("jax_disable_most_optimizations", before)
+
+
 def test_every_learning_check_names_a_test_that_exists_and_bars_on_figures_it_reads():
     from jaxrl.bench import checks
 
@@ -168,6 +183,7 @@ def test_every_learning_check_names_a_test_that_exists_and_bars_on_figures_it_re
         (["nope"], "error: unknown case 'nope'; known: ppo_cartpole_fp32,"),
         (["--draws", "0"], "error: --draws=0 must be >= 1"),
         (["--first", "-1"], "error: --first=-1 must be >= 0"),
+        (["pqn_cartpole", "--draws", "1"], "error: XLA's optimizations are off"),  # tests compile without them
     ],
 )
 def test_the_checks_command_refuses_bad_input_in_one_line(args, message):

@@ -354,6 +354,7 @@ def test_play_sums_the_agents_rewards_into_the_world_return():
     np.testing.assert_allclose(np.asarray(out["return"]), 2 * 7)  # two agents, 7 steps, 1 each
 
 
+@pytest.mark.optimized
 @pytest.mark.slow
 def test_ppo_with_the_grid_cnn_beats_random():
     """The tuned grid config's CNN learns to collect (a random policy returns ~0.57); bar and measured
@@ -367,6 +368,7 @@ def test_ppo_with_the_grid_cnn_beats_random():
     checks.run_test_draw("ppo_grid")
 
 
+@pytest.mark.optimized
 def test_dqn_with_the_tuned_grid_config_beats_random():
     """The tuned DQN grid config (MLP Q-network, 3-step targets) learns to collect within 5e5 steps."""
     from jaxrl.bench import checks

@@ -97,6 +97,7 @@ def test_vector_env_resets_finished_envs_in_the_same_step():
     assert finished >= 16  # every env ended at least once (walls and hunger)
 
 
+@pytest.mark.optimized
 def test_sb3_ppo_learns_on_the_adapter():
     """SB3's PPO lengthens CartPole's episodes through the adapter in 8192 steps; bar and measured draws:
     jaxrl.bench.checks and docs/reliability.md."""

@@ -46,6 +46,8 @@ def test_four_devices_train_like_one_device_with_four_env_groups(tmp_path):
     assert results["restore"]["devices_1"] <= TOLERANCE and results["restore"]["devices_2"] <= TOLERANCE, results
 
 
+# optimized: one and four devices agree within TOLERANCE as optimized code rounds (unoptimized: 0.027 apart)
+@pytest.mark.optimized
 @pytest.mark.slow
 def test_four_devices_match_one_for_pqn_recurrent_ppo_agents_and_selfplay(tmp_path):
     results = run_checks(tmp_path, "pqn", "ppo_gru", "ppo_agents", "selfplay")
