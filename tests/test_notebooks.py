@@ -35,14 +35,13 @@ def test_notebook_is_stored_clean_with_badge_and_install_cell(path):
     assert "jax" not in pip_lines[0].replace("jaxrl", "") and "-U" not in pip_lines[0] and "upgrade" not in pip_lines[0]
 
 
-# About 125-165 s for the three on the 2-core CPU. Their own tier (`-m notebook`): the slow test
-# tests/test_colab_stack.py runs them top to bottom on Colab's pinned stack, where they are meant to run;
-# Its training runs, not its compiles, take most of its time: it runs as users run it (optimized: 38 s, where
-# unoptimized took 83 on the 2-core AMD EPYC); the others compile without XLA's optimizations (tests/conftest.py).
+# The grid notebook's CNN runs several times slower compiled without XLA's optimizations, so it runs as
+# users run it; the others compile without them, as the rest of the suite does (tests/conftest.py).
 OPTIMIZED = {"grid_agents.ipynb"}
 
 
-# `python -m pytest -m notebook` runs them on this one.
+# Their own tier (`python -m pytest -m notebook`) on this stack; in CI the slow test
+# tests/test_colab_stack.py runs them top to bottom on Colab's pinned stack, where they are meant to run.
 @pytest.mark.notebook
 @pytest.mark.parametrize(
     "path",
