@@ -1,5 +1,5 @@
 """`python -m bench` end to end on its tiny (smoke) budget: every part's JSON, the plots and
-report.md are written and parse; figures are not timed here. The smoke run takes about six minutes,
+report.md are written and parse; figures are not timed here. The smoke run takes about four minutes alone,
 so the tests that read it are slow tests (`-m slow`). Plus its edges: a bad --only, an
 --out that is a file, earlier results kept, and the README block generator."""
 

@@ -94,6 +94,7 @@ def corridor(tmp_path_factory):
     envs.registry._ENVS.pop("corridor")  # later tests see the registry as shipped
 
 
+@pytest.mark.optimized  # a learning check: compiled as its 32 measured draws were (docs/reliability.md)
 def test_registered_env_trains_from_the_api_with_its_settings_and_tuned_defaults(corridor, tmp_path):
     run = jaxrl.train(
         env={"name": "corridor", "length": 4, "reward": 2.0},
