@@ -260,7 +260,7 @@ RESUMED_ENVS = {
     [
         "snake-ppo",
         pytest.param("grid-dqn", marks=pytest.mark.slow),
-        # The 4-agent grid runs 1.8x longer compiled without XLA's optimizations (25 s against 13 s alone).
+        # optimized: the 4-agent grid's CNN runs, not compiles, for most of its time (docs/tests.md)
         pytest.param("grid-4-agents-ppo", marks=[pytest.mark.slow, pytest.mark.optimized]),
         "snake-gru-ppo",
         pytest.param("snake-pqn", marks=pytest.mark.slow),  # test_pqn resumes PQN in the default suite
