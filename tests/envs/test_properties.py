@@ -1018,6 +1018,7 @@ def test_snake_a_million_random_transitions_keep_the_invariants():
 
 
 @pytest.mark.slow
+@pytest.mark.optimized  # a million 8-agent steps: running, not compiling, takes the time (docs/tests.md)
 def test_grid_a_million_random_transitions_with_8_agents_keep_the_invariants():
     what = f"8 agents; (size, view) from {SLOW_GRID_SHAPES}; EnvParams drawn by hypothesis within check_params"
     check_a_million("grid", check_grid, grid_settings(8, SLOW_GRID_SHAPES), what)
