@@ -1,7 +1,7 @@
 """python -m bench: every throughput benchmark in one run, then report.md, one JSON per part and PNG plots.
 
     python -m bench                  # full mode: about 3h20m on a 2-core AMD EPYC, 2h18m of it `score`
-    python -m bench --quick          # about 11 minutes on a 2-core AMD EPYC (10:52, measured 2026-11-28)
+    python -m bench --quick          # about 11 minutes on a 2-core AMD EPYC family 26 (10:52, measured 2026-11-28)
     python -m bench --only env,train # some parts (env, arena, train, memory, score, precision, runs, parity, seeds, algos, sweep)
     python -m bench --out DIR        # default bench/results/<machine>-<date>/
 
@@ -36,7 +36,8 @@ def parse(argv: list[str]) -> argparse.Namespace:
     parser.add_argument(
         "--quick",
         action="store_true",
-        help="about 11 minutes on a 2-core AMD EPYC (10:52, measured 2026-11-28), 15-17 on a 2-core Intel Xeon",
+        help="about 11 minutes on a 2-core AMD EPYC family 26 (10:52, measured 2026-11-28), 15-17 on a 2-core "
+        "Intel Xeon, longer on an EPYC Milan",
     )
     parser.add_argument("--smoke", action="store_true", help=argparse.SUPPRESS)  # the test's tiny budget
     parser.add_argument("--only", default=None, help=f"comma-separated parts: {', '.join(ORDER)}")
