@@ -28,10 +28,13 @@ FAST_TESTS = [
     "tests/envs/test_gymnasium.py",
     "tests/test_notebooks.py",
 ]
-# Folded on this stack: the Snake resume repeats the CartPole SIGKILL resume's orbax save and restore with
-# another env (31 s), and four of the five bad-resume lines are read before any checkpoint is (26 s); the
-# one left reads the saved shapes. All of them run on the main stack.
-NOT_ON_COLAB = "not snake-ppo and not (bad_resume and not shapes)"
+# Folded on this stack, all of them run on the main stack: the Snake resume repeats the CartPole SIGKILL
+# resume's orbax save and restore with another env (31 s), and four of the five bad-resume lines are read
+# before any checkpoint is (26 s); the one left reads the saved shapes. What stays of the checkpoint file is
+# what depends on orbax's version: a kill inside a write (orbax's temporary folders, then a resume to the same
+# bits), a damaged array file (orbax's layout), pruning to `keep`, the saved shapes. The plain SIGKILL resume
+# and Ctrl-C's save repeat that kill, save and resume (46 s on a 2-core EPYC Milan).
+NOT_ON_COLAB = "not snake-ppo and not (bad_resume and not shapes) and not test_sigkilled_run and not ctrl_c"
 
 pytestmark = [
     pytest.mark.slow,

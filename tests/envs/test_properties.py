@@ -512,7 +512,9 @@ def pack_rows(cells: np.ndarray) -> np.ndarray:
 
 def unpack_rows(words: np.ndarray, size: int) -> np.ndarray:
     """(..., size) uint32 row words -> (..., size, size) bool."""
-    return ((words[..., None] >> np.arange(size, dtype=np.uint32)) & 1).astype(bool)
+    words = np.ascontiguousarray(words, dtype="<u4")  # its 4 bytes, lowest first: bit c is byte c // 8's bit c % 8
+    bits = np.unpackbits(words.view(np.uint8).reshape(*words.shape, 4), axis=-1, bitorder="little")
+    return bits[..., :size].astype(bool)
 
 
 def grid_boards(env: GridWorld, params: dict, rng: np.random.Generator, count: int, reach: int) -> GridState:
@@ -553,14 +555,14 @@ def grid_expected_obs(
     n, view, half = len(walls), env.view, env.view // 2
     agents = np.zeros_like(walls)
     agents[np.arange(n)[:, None], row, col] = True
-    pad = lambda m, fill: np.pad(m, ((0, 0), (half, half), (half, half)), constant_values=fill)
-    r = row[:, :, None, None] + np.arange(view)[:, None]  # padded coordinates of the view's cells
-    c = col[:, :, None, None] + np.arange(view)
-    window = lambda m: m[np.arange(n)[:, None, None, None], r, c]  # (N, agents, view, view)
-    centre = np.zeros((view, view), bool)
-    centre[half, half] = True
-    code = window(pad(walls, True)) | window(pad(present, False)) << 1 | (window(pad(agents, False)) & ~centre) << 2
-    return (code | centre << 3).astype(np.uint8).reshape(n, -1)
+    cells = walls.astype(np.uint8) | present.astype(np.uint8) << 1 | agents.astype(np.uint8) << 2
+    cells = np.pad(cells, ((0, 0), (half, half), (half, half)), constant_values=1)  # beyond the border: wall
+    # Each agent's view is the window whose top-left corner is its cell in padded coordinates: one gather
+    # of whole windows (a gather of single cells took most of this check's time).
+    windows = np.lib.stride_tricks.sliding_window_view(cells, (view, view), axis=(1, 2))
+    code = windows[np.arange(n)[:, None], row, col]  # (N, agents, view, view), a copy
+    code[..., half, half] = (code[..., half, half] & ~np.uint8(4)) | 8  # the centre: itself, not another agent
+    return code.reshape(n, -1)
 
 
 def grid_state_faults(env: GridWorld, params: dict, s: GridState, code: np.ndarray) -> Faults:
