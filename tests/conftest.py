@@ -24,17 +24,64 @@ os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES", "0")
 # and comparisons that hold to the rounding of optimized code. docs/tests.md has the figures.
 os.environ.setdefault("JAX_DISABLE_MOST_OPTIMIZATIONS", "1")
 
+# Compiled so, they also leave out XLA:CPU's fusion emitters (XLA's older kernel emitter instead), which
+# halves the compile of a training program (docs/tests.md). Users' programs keep them: without them
+# optimized code ran up to 2x slower. XLA_FLAGS reaches the processes tests start; in this process,
+# `_emitters_follow_the_switch` gives a program compiled with XLA's optimizations its emitters back.
+NO_FUSION_EMITTERS = "--xla_cpu_use_fusion_emitters=false"
+
+
+def _emitters_follow_the_switch() -> bool:
+    """Make this process's compiles with XLA's optimizations on use the fusion emitters whatever XLA_FLAGS
+    says (a per-program override, as `Lowered.compile(compiler_options)` gives). False where jax's
+    internals are not as expected: then XLA_FLAGS is left alone."""
+    try:
+        from jax._src import compiler
+    except ImportError:
+        return False
+    original = getattr(compiler, "get_compile_options", None)
+    if original is None:
+        return False
+    if getattr(original, "follows_the_switch", False):
+        return True
+
+    def get_compile_options(*args, **kwargs):
+        import jax
+
+        if not jax.config.read("jax_disable_most_optimizations"):
+            overrides = dict(kwargs.get("env_options_overrides") or {})
+            overrides.setdefault("xla_cpu_use_fusion_emitters", True)
+            kwargs["env_options_overrides"] = overrides
+        return original(*args, **kwargs)
+
+    get_compile_options.follows_the_switch = True
+    compiler.get_compile_options = get_compile_options
+    return True
+
+
+def _without(flags: str, flag: str) -> str:
+    return " ".join(f for f in flags.split() if f != flag)
+
+
+if os.environ["JAX_DISABLE_MOST_OPTIMIZATIONS"] == "1" and _emitters_follow_the_switch():
+    flags = os.environ.get("XLA_FLAGS", "")
+    if NO_FUSION_EMITTERS not in flags.split():
+        os.environ["XLA_FLAGS"] = f"{flags} {NO_FUSION_EMITTERS}".strip()
+
 
 @pytest.fixture(autouse=True)
 def _optimized_compiles_as_users_do(request, monkeypatch):
-    """For a test marked `optimized`: XLA's optimizations on, here and in the processes it starts, and no
-    program compiled without them reused (nor one compiled with them left for the next test)."""
+    """For a test marked `optimized`: XLA's optimizations and fusion emitters on, here and in the processes
+    it starts, and no program compiled without them reused (nor one compiled with them left for the next
+    test)."""
     if request.node.get_closest_marker("optimized") is None:
         yield
         return
     import jax
 
     monkeypatch.setenv("JAX_DISABLE_MOST_OPTIMIZATIONS", "0")
+    if "XLA_FLAGS" in os.environ:
+        monkeypatch.setenv("XLA_FLAGS", _without(os.environ["XLA_FLAGS"], NO_FUSION_EMITTERS))
     before = jax.config.read("jax_disable_most_optimizations")
     jax.config.update("jax_disable_most_optimizations", False)
     jax.clear_caches()

@@ -69,6 +69,8 @@ RUNS = {
 CPU = cpu_signature()
 
 
+# optimized: the figures were pinned on code compiled as users compile it (XLA's optimizations and fusion emitters)
+@pytest.mark.optimized
 @pytest.mark.slow
 @pytest.mark.skipif(
     not jax.__version__.startswith(PINNED_ON) or jax.default_backend() != "cpu" or CPU != PINNED_CPU,
