@@ -13,7 +13,8 @@ runs 5% slower than with the loops; PPO on Snake is unchanged.
 
 `lowering()` swaps the CPU rule while jaxrl lowers a program and restores it afterwards, so a
 user's own jitted code (or a peer benchmarked beside jaxrl) keeps jax's default. The bits are
-the same either way. A run's init, which runs once, keeps jax's loop (`compile_aside`). Where jax's internals differ from what this expects, it changes nothing.
+the same either way. A run's init, which runs once, keeps jax's loop (`compile_aside`). Where
+jax's internals differ from what this expects, it changes nothing.
 """
 
 from __future__ import annotations

@@ -175,7 +175,8 @@ def test_every_transition_is_in_exactly_one_minibatch_per_epoch():
         obs = np.concatenate([mb[0] for mb in minibatches])
         order = [which(o) for o in obs]
         assert sorted(order) == list(range(32)), epoch  # each transition once
-        for i, a, lp, adv in zip(order, *(np.concatenate([mb[j] for mb in minibatches]) for j in (1, 2, 3)), strict=True):
+        travelled = (np.concatenate([mb[j] for mb in minibatches]) for j in (1, 2, 3))
+        for i, a, lp, adv in zip(order, *travelled, strict=True):
             # its action, log-prob and advantage travel with it
             assert a == actions[i][0] and lp == pytest.approx(float(log_probs[i][0]), abs=1e-6)
             assert adv == pytest.approx(float(advs[i][0]), rel=1e-5, abs=1e-6)
