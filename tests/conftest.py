@@ -42,8 +42,6 @@ def _emitters_follow_the_switch() -> bool:
     original = getattr(compiler, "get_compile_options", None)
     if original is None:
         return False
-    if getattr(original, "follows_the_switch", False):
-        return True
 
     def get_compile_options(*args, **kwargs):
         import jax
@@ -54,13 +52,8 @@ def _emitters_follow_the_switch() -> bool:
             kwargs["env_options_overrides"] = overrides
         return original(*args, **kwargs)
 
-    get_compile_options.follows_the_switch = True
     compiler.get_compile_options = get_compile_options
     return True
-
-
-def _without(flags: str, flag: str) -> str:
-    return " ".join(f for f in flags.split() if f != flag)
 
 
 if os.environ["JAX_DISABLE_MOST_OPTIMIZATIONS"] == "1" and _emitters_follow_the_switch():
@@ -81,7 +74,8 @@ def _optimized_compiles_as_users_do(request, monkeypatch):
 
     monkeypatch.setenv("JAX_DISABLE_MOST_OPTIMIZATIONS", "0")
     if "XLA_FLAGS" in os.environ:
-        monkeypatch.setenv("XLA_FLAGS", _without(os.environ["XLA_FLAGS"], NO_FUSION_EMITTERS))
+        kept = [f for f in os.environ["XLA_FLAGS"].split() if f != NO_FUSION_EMITTERS]
+        monkeypatch.setenv("XLA_FLAGS", " ".join(kept))
     before = jax.config.read("jax_disable_most_optimizations")
     jax.config.update("jax_disable_most_optimizations", False)
     jax.clear_caches()
