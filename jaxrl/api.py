@@ -149,7 +149,7 @@ class Run:
         from jaxrl.run.checkpoint import Checkpointer, CheckpointError
 
         program = build.program(self.config)
-        checkpoints = Checkpointer(self.run_dir / "checkpoints")
+        checkpoints = Checkpointer(self.run_dir / "checkpoints", reader=True)
         warn = lambda line: print(line, file=sys.stderr, flush=True)
         try:
             if step is None:

@@ -197,20 +197,20 @@ def pytest_collection_modifyitems(config, items):
         raise pytest.UsageError(f"tests/conftest.py SLOW_TIER names tests that do not exist: {sorted(missing)}")
 
 
-# The files that take longest, longest first (seconds of the slow tier on the 2-core AMD EPYC, 2026-11-28).
+# The files that take longest, longest first (seconds of the slow tier on a 2-core AMD EPYC Genoa, 2026-11-29).
 # xdist's --dist loadfile hands out files in the order of the collection; by default it orders them by their
 # number of tests, which left the two longest single-test files (the bench's smoke run, Colab's stack) for
 # the end of the slow tier, one worker busy with them while the other sat idle. The rest keep xdist's rule
 # (most tests first). A stale figure here only changes the order.
 LONGEST_FILES = {
-    "tests/bench/test_bench_suite.py": 490,
-    "tests/test_colab_stack.py": 340,
-    "tests/run/test_checkpoint.py": 250,
-    "tests/algos/test_parity.py": 220,
-    "tests/scale/test_distributed.py": 160,
-    "tests/envs/test_properties.py": 130,
-    "tests/scale/test_mesh.py": 130,
-    "tests/run/test_reliability.py": 120,
+    "tests/algos/test_parity.py": 435,
+    "tests/bench/test_bench_suite.py": 340,
+    "tests/test_colab_stack.py": 310,
+    "tests/run/test_checkpoint.py": 300,
+    "tests/scale/test_distributed.py": 180,
+    "tests/scale/test_mesh.py": 165,
+    "tests/run/test_reliability.py": 150,
+    "tests/opponents/test_headtohead.py": 130,
 }
 
 

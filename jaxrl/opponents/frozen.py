@@ -51,7 +51,7 @@ def frozen_policy(run_dir: str, obs_shape: tuple[int, ...]) -> Any:
     program = Program(cfg, env, env_params)
     if program.algo.initial_carry(1) is not None:
         raise ConfigError(f"{where} has a recurrent policy; a bot policy must be feed-forward")
-    checkpoints = Checkpointer(Path(run_dir) / "checkpoints")
+    checkpoints = Checkpointer(Path(run_dir) / "checkpoints", reader=True)
     try:
         warn = lambda line: print(line, file=sys.stderr, flush=True)
         _, runner, _ = checkpoints.restore_latest(program.abstract_runner(), warn=warn)

@@ -101,7 +101,7 @@ def player(spec: Any, load: Any, flag: str = "vs") -> Player:
 def _train_seconds(run_dir: Path, step: int) -> float | None:
     from jaxrl.run.checkpoint import Checkpointer
 
-    checkpoints = Checkpointer(Path(run_dir) / "checkpoints")
+    checkpoints = Checkpointer(Path(run_dir) / "checkpoints", reader=True)
     try:
         return float(checkpoints.read_meta(step).get("train_s"))
     except Exception:  # noqa: BLE001  (an older or damaged meta: the time is only for the rating plot)

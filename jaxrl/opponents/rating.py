@@ -81,7 +81,7 @@ def players(specs: list[str], load: Any, checkpoints: str = "latest", bots: bool
         if not (where / "checkpoints").is_dir():
             found.append(headtohead.player(spec, load, flag="run"))  # says what is wrong with it
             continue
-        store = Checkpointer(where / "checkpoints")
+        store = Checkpointer(where / "checkpoints", reader=True)
         try:
             saved = store.steps()
         finally:

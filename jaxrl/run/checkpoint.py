@@ -103,10 +103,14 @@ class Checkpointer:
     replaces a checkpoint.
     """
 
-    def __init__(self, directory: Path, keep: int = 3, run_id: str | None = None, shardings: Any = None):
+    def __init__(
+        self, directory: Path, keep: int = 3, run_id: str | None = None, shardings: Any = None, reader: bool = False
+    ):
         """`shardings`: the runner's shardings on the run's mesh. When the mesh spans several processes
         (a distributed run) every process saves its own shards of the device arrays through orbax's
-        multi-host support, at once and all together, and restores straight onto `shardings`."""
+        multi-host support, at once and all together, and restores straight onto `shardings`.
+        `reader`: only reads (eval, opponents, ratings); it leaves orbax's unfinished temporary folders
+        alone, since they may be a write in flight of the run that is training there."""
         import orbax.checkpoint as ocp
 
         self.directory = Path(directory).absolute()
@@ -114,7 +118,7 @@ class Checkpointer:
         self.shardings = shardings
         self.multihost = jax.process_count() > 1 and shardings is not None
         options = ocp.CheckpointManagerOptions(
-            max_to_keep=keep, enable_async_checkpointing=False, create=True, cleanup_tmp_directories=True
+            max_to_keep=keep, enable_async_checkpointing=False, create=True, cleanup_tmp_directories=not reader
         )
         self._ocp = ocp
         self._manager = ocp.CheckpointManager(self.directory, options=options)
@@ -261,4 +265,9 @@ class Checkpointer:
             return self.finish()
         finally:
             self._pool.shutdown(wait=True)
+            # orbax's close does not wait for the cleanup of temporary folders it started on a thread; left
+            # running at exit, that thread prints a traceback under an error's one line
+            cleanup = getattr(self._manager, "_cleanup_tmp_directory_future", None)
+            if cleanup is not None:
+                cleanup.result()
             self._manager.close()
