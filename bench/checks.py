@@ -34,9 +34,13 @@ class Case:
     """One training configuration a test runs: `run(first, n)` gives the figures of draws first..first+n-1."""
 
     name: str
-    test: str  # the test that runs draw 0 (node id)
+    test: str  # the test that runs draw 0 (node id), or BENCH_ONLY
     what: str  # the configuration, in words
     run: Callable[[int, int], list[Figures]]
+
+
+# A case no CI test runs: its draws are taken with `python -m bench.checks NAME` (docs/tests.md says which and why).
+BENCH_ONLY = "bench only: python -m bench.checks"
 
 
 @dataclass(frozen=True)
@@ -298,19 +302,21 @@ CASES: dict[str, Case] = {
         *(
             Case(
                 f"parity_{algo}_{env}",
-                f"tests/algos/test_parity.py::test_the_tuned_default_keeps_its_measured_return[{algo}-{env}]",
+                f"tests/algos/test_parity.py::test_the_tuned_default_keeps_its_measured_return[{algo}-{env}]"
+                if in_ci
+                else BENCH_ONLY,
                 f"{algo.upper()} tuned {env}, 4 seeds; mean final training return"
                 + ("; greedy return (20 episodes) per seed" if episodes else ""),
                 _parity(algo, env, episodes),
             )
-            for algo, env, episodes in (
-                ("ppo", "CartPole-v1", 0),
-                ("ppo", "Acrobot-v1", 0),
-                ("ppo", "MountainCar-v0", 0),
-                ("ppo", "Pendulum-v1", 0),
-                ("ppo", "MountainCarContinuous-v0", 0),
-                ("dqn", "CartPole-v1", 20),
-                ("dqn", "Acrobot-v1", 0),
+            for algo, env, episodes, in_ci in (
+                ("ppo", "CartPole-v1", 0, False),
+                ("ppo", "Acrobot-v1", 0, False),
+                ("ppo", "MountainCar-v0", 0, False),
+                ("ppo", "Pendulum-v1", 0, False),
+                ("ppo", "MountainCarContinuous-v0", 0, True),
+                ("dqn", "CartPole-v1", 20, True),
+                ("dqn", "Acrobot-v1", 0, False),
             )
         ),
         Case(
@@ -339,7 +345,7 @@ CASES: dict[str, Case] = {
         ),
         Case(
             "purejaxrl_dqn",
-            "tests/bench/test_purejaxrl_dqn_ref.py::test_purejaxrls_cartpole_settings_balance_the_pole",
+            BENCH_ONLY,  # the bench's peer: its parity part trains it at this budget beside jaxrl's DQN
             "the PureJaxRL-shaped DQN reference on CartPole-v1, 5e5 steps; its final return",
             _purejaxrl_dqn,
         ),

@@ -69,11 +69,3 @@ def test_a_buffer_too_small_for_the_env_count_is_one_line():
         run_reference("CartPole-v1", 0, NUM_ENVS=6000)
     with pytest.raises(KeyError, match="NUM_ENV'"):
         run_reference("CartPole-v1", 0, NUM_ENV=8)
-
-
-@pytest.mark.optimized
-@pytest.mark.slow
-def test_purejaxrls_cartpole_settings_balance_the_pole():
-    from jaxrl.bench import checks
-
-    checks.assert_holds("purejaxrl_dqn", {"return": run_reference("CartPole-v1", 0)["final_return"]})
