@@ -141,6 +141,7 @@ def run(ctx: Context) -> dict[str, Any]:
     # could fall below one update.
     longer = max(int(total), int(total * grid[1]["wall_s"] / cnn_wall))
     if ctx.mode == "smoke":  # the first run's steps: its row again, not the same run a second time
+        longer = int(total)
         grid.append({**grid[0], "network": "cnn, the GRU's wall-clock"})
     else:
         grid.append(grid_row("cnn, the GRU's wall-clock", world, episodes, longer, worlds))
