@@ -15,6 +15,7 @@ deleted. Every checkpoint carries its run's id, and a save never replaces anothe
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import logging
 import shutil
@@ -269,5 +270,6 @@ class Checkpointer:
             # running at exit, that thread prints a traceback under an error's one line
             cleanup = getattr(self._manager, "_cleanup_tmp_directory_future", None)
             if cleanup is not None:
-                cleanup.result()
+                with contextlib.suppress(Exception):  # a leftover temporary folder is harmless; the next writer retries
+                    cleanup.result()
             self._manager.close()
