@@ -157,9 +157,10 @@ def test_a_sweep_spreads_its_members_over_the_processes(tmp_path):
 
 @pytest.mark.slow
 def test_a_ctrl_c_on_one_process_stops_and_saves_the_whole_run(tmp_path):
-    """SIGINT reaches process 1 only: the processes agree at the next chunk, save together and both exit 130."""
+    """SIGINT reaches process 1 only: the processes agree at the next chunk, save together and both exit 130.
+    Chunks of one update each, so that the next chunk comes within a second."""
     port = free_port()
-    args = ["env=CartPole-v1", "num_envs=16", "total_timesteps=2e7", "num_chunks=2000", "device=cpu", "progress=false"]
+    args = ["env=CartPole-v1", "num_envs=16", "total_timesteps=4e6", "num_chunks=2000", "device=cpu", "progress=false"]
     args += ["devices=all", f"run_dir={tmp_path / 'run'}", "distributed=true", f"coordinator_address=127.0.0.1:{port}"]
     procs = [
         subprocess.Popen(
@@ -179,7 +180,7 @@ def test_a_ctrl_c_on_one_process_stops_and_saves_the_whole_run(tmp_path):
     outs = [p.communicate(timeout=300) for p in procs]
     assert [p.returncode for p in procs] == [130, 130], [o[1][-2000:] for o in outs]
     summary = json.loads((tmp_path / "run" / "summary.json").read_text())
-    assert summary["interrupted"] is True and 0 < summary["env_steps_per_seed"] < 2e7
+    assert summary["interrupted"] is True and 0 < summary["env_steps_per_seed"] < 4e6
     assert (tmp_path / "run" / "checkpoints" / str(summary["env_steps_per_seed"])).is_dir()
 
 
