@@ -2,7 +2,8 @@
 
     python -m bench                  # full mode: about 3h20m on a 2-core AMD EPYC, 2h18m of it `score`
     python -m bench --quick          # about 11 minutes on a 2-core AMD EPYC family 26 (10:52, measured 2026-11-28)
-    python -m bench --only env,train # some parts (env, arena, train, memory, score, precision, runs, parity, seeds, algos, sweep)
+    python -m bench --only env,train # some parts (env, arena, train, memory, score, precision, runs, parity,
+                                     # seeds, algos, sweep)
     python -m bench --out DIR        # default bench/results/<machine>-<date>/
 
 Peers (Jumanji, navix, xminigrid, Stable-Baselines3) come with `pip install 'jaxrl[bench]'`;

@@ -226,10 +226,10 @@ def _sb3_adapter(first: int, n: int) -> list[Figures]:
     episodes over that of the first 10."""
     import numpy as np
     import stable_baselines3 as sb3
-    from jaxrl.bench.peers.sb3_peer import silent
     from stable_baselines3.common.monitor import Monitor
 
     from jaxrl import envs
+    from jaxrl.bench.peers.sb3_peer import silent
 
     out = []
     for seed in range(first, first + n):
@@ -334,7 +334,10 @@ CASES: dict[str, Case] = {
         Case(
             "sb3_adapter",
             "tests/envs/test_gymnasium.py::test_sb3_ppo_learns_on_the_adapter",
-            "SB3 PPO on CartPole-v1 through envs.to_gymnasium, 8192 steps; last 10 episodes' length over the first 10's",
+            (
+                "SB3 PPO on CartPole-v1 through envs.to_gymnasium, 8192 steps;"
+                " last 10 episodes' length over the first 10's"
+            ),
             _sb3_adapter,
         ),
         Case(

@@ -44,7 +44,10 @@ def block(results: Path, readme: Path) -> str:
         dates = sorted({p["when"][:10] for p in parts.values()})
         link = Path(os.path.relpath(folder / "report.md", readme.parent))
         lines += [
-            f"**{title(first['machine'])}**, {dates[-1]}, `python -m bench` ({modes} mode): [full report]({link.as_posix()})",
+            (
+                f"**{title(first['machine'])}**, {dates[-1]}, `python -m bench` ({modes} mode):"
+                f" [full report]({link.as_posix()})"
+            ),
             "",
             *machine_lines(first["machine"]),
             "",

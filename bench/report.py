@@ -29,11 +29,17 @@ def load_parts(folder: Path) -> dict[str, dict[str, Any]]:
 def machine_lines(m: dict[str, Any]) -> list[str]:
     accel = "none (CPU only)"
     if m.get("platform") not in (None, "cpu"):
-        accel = f"{m['device'].split(':', 1)[1]} x {m.get('device_count', 1)}, {fmt_bytes(m.get('device_memory_bytes'))} usable by jax"
+        accel = (
+            f"{m['device'].split(':', 1)[1]} x {m.get('device_count', 1)},"
+            f" {fmt_bytes(m.get('device_memory_bytes'))} usable by jax"
+        )
     return [
         f"- CPU: {m.get('cpu')}, {m.get('cores')} cores, {fmt_bytes(m.get('host_memory_bytes'))} memory",
         f"- accelerator: {accel}",
-        f"- jax {m.get('jax')}, jaxlib {m.get('jaxlib')}, flax {m.get('flax')}, optax {m.get('optax')}, Python {m.get('python')}",
+        (
+            f"- jax {m.get('jax')}, jaxlib {m.get('jaxlib')}, flax {m.get('flax')}, optax {m.get('optax')},"
+            f" Python {m.get('python')}"
+        ),
     ]
 
 

@@ -39,6 +39,7 @@ from typing import Any
 
 import jax
 import jax.numpy as jnp
+
 from jaxrl.bench.common import best_times, timed_program
 
 _BYTES = {"pred": 1, "s8": 1, "u8": 1, "s16": 2, "u16": 2, "f16": 2, "bf16": 2, "s32": 4, "u32": 4, "f32": 4}
@@ -395,7 +396,6 @@ def main(argv: list[str]) -> int:
         print(__doc__.split("\n\n")[1])
         return 0
     from jaxrl.bench.machine import cpu_signature, describe, title
-
     from jaxrl.config.compose import compose_config
     from jaxrl.config.schema import ConfigError
 

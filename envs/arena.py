@@ -16,6 +16,7 @@ import jax.numpy as jnp
 import numpy as np
 from flax import struct
 from gymnax.environments import environment, spaces
+
 from jaxrl.envs.base import INT32_MAX, AgentsDiscrete, Env, finite32, hash32, pick, whole
 
 # Row and column offsets of the four directions: 0 up, 1 right, 2 down, 3 left.

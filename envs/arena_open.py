@@ -25,6 +25,7 @@ import jax.numpy as jnp
 import numpy as np
 from flax import struct
 from gymnax.environments import environment, spaces
+
 from jaxrl.envs.arena import CHANNELS, SNAKE_COLOURS
 from jaxrl.envs.base import INT32_MAX, AgentsDiscrete, Env, finite32, fusion_boundary, pick, whole
 
@@ -106,7 +107,8 @@ class OpenArena(Env):
         most_food = width * height // 4
         if not isinstance(num_food, int) or isinstance(num_food, bool) or not 0 <= num_food <= most_food:
             raise ValueError(
-                f"arena_open num_food must be an integer from 0 to {most_food} (a quarter of the cells), got {num_food!r}"
+                f"arena_open num_food must be an integer from 0 to {most_food} (a quarter of the cells),"
+                f" got {num_food!r}"
             )
         if not isinstance(view, int) or isinstance(view, bool) or not 3 <= view <= 63 or view % 2 == 0:
             raise ValueError(f"arena_open view must be an odd integer from 3 to 63, got {view!r}")

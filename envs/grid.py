@@ -13,6 +13,7 @@ import jax.numpy as jnp
 import numpy as np
 from flax import struct
 from gymnax.environments import environment, spaces
+
 from jaxrl.envs.base import INT32_MAX, AgentsDiscrete, Env, finite32, hash32, pick, whole
 
 

@@ -28,6 +28,7 @@ from gymnasium.envs.registration import EnvSpec
 from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 from gymnax.environments import spaces
+
 from jaxrl.envs.base import GIF_PIXELS, AgentsDiscrete, upscale
 from jaxrl.envs.registry import spec
 

@@ -22,6 +22,7 @@ from collections.abc import Callable, Mapping
 from typing import Any, Optional
 
 import gymnax
+
 from jaxrl.envs.base import INT32_MAX, finite32
 
 

@@ -14,6 +14,7 @@ import jax.numpy as jnp
 import numpy as np
 from flax import struct
 from gymnax.environments import environment, spaces
+
 from jaxrl.envs.base import INT32_MAX, Env, finite32, fusion_boundary, pick, whole
 
 # Row and column offsets of the four actions: 0 up, 1 right, 2 down, 3 left.

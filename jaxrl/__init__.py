@@ -35,8 +35,8 @@ __all__ = ["ConfigError", "NonFiniteError", "Policy", "Run", "SaveError", "load"
 
 
 def __getattr__(name: str):
-    """`jaxrl.train`, `jaxrl.load`, `jaxrl.make_config`, `Run` and `Policy`, imported on first use: importing jaxrl alone starts
-    nothing of jax (a distributed run must join its processes first, `jaxrl.scale.distributed`)."""
+    """`jaxrl.train`, `jaxrl.load`, `jaxrl.make_config`, `Run` and `Policy`, imported on first use: importing jaxrl
+    alone starts nothing of jax (a distributed run must join its processes first, `jaxrl.scale.distributed`)."""
     if name in ("Policy", "Run", "load", "make_config", "train"):
         from jaxrl import api
 

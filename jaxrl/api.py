@@ -123,7 +123,8 @@ class Run:
             return json.loads(path.read_text())
         except (ValueError, OSError) as e:
             raise ConfigError(
-                f"{path} is damaged ({type(e).__name__}: {str(e)[:120]}); its run's metrics.csv and checkpoints are unaffected"
+                f"{path} is damaged ({type(e).__name__}: {str(e)[:120]});"
+                " its run's metrics.csv and checkpoints are unaffected"
             ) from None
 
     @property

@@ -108,7 +108,8 @@ def run(ctx: Context) -> dict[str, Any]:
         row.update(final_score=s.get("final_score"), greedy_score=figures["score"]["mean"])
         snake.append(row)
         ctx.say(
-            f"Snake {algo}: score {num(row['final_score'], 2)} (greedy {row['greedy_score']:.2f}) in {row['wall_s']:.0f} s, {fmt_rate(row['sps'])} steps/s"
+            f"Snake {algo}: score {num(row['final_score'], 2)} (greedy {row['greedy_score']:.2f})"
+            f" in {row['wall_s']:.0f} s, {fmt_rate(row['sps'])} steps/s"
         )
     out["snake"] = snake
 
@@ -146,7 +147,8 @@ def run(ctx: Context) -> dict[str, Any]:
     else:
         grid.append(grid_row("cnn, the GRU's wall-clock", world, episodes, longer, worlds))
     ctx.say(
-        f"grid 8 agents view 3, cnn for {longer:,} steps: greedy {grid[2]['greedy_world_return']:.1f} in {grid[2]['wall_s']:.0f} s"
+        f"grid 8 agents view 3, cnn for {longer:,} steps: greedy {grid[2]['greedy_world_return']:.1f}"
+        f" in {grid[2]['wall_s']:.0f} s"
     )
     out["grid"] = grid
 
@@ -197,8 +199,10 @@ def headlines(out: dict[str, Any]) -> list[dict[str, str]]:
         },
         {
             "what": "Snake, PQN against DQN (shipped configs)",
-            "figure": f"score {num(snake['pqn']['final_score'])} in {snake['pqn']['wall_s']:.0f} s ({fmt_rate(snake['pqn']['sps'])}/s)"
-            f" against {num(snake['dqn']['final_score'])} in {snake['dqn']['wall_s']:.0f} s ({fmt_rate(snake['dqn']['sps'])}/s)",
+            "figure": f"score {num(snake['pqn']['final_score'])} in {snake['pqn']['wall_s']:.0f} s"
+            f" ({fmt_rate(snake['pqn']['sps'])}/s)"
+            f" against {num(snake['dqn']['final_score'])} in {snake['dqn']['wall_s']:.0f} s"
+            f" ({fmt_rate(snake['dqn']['sps'])}/s)",
         },
         {
             "what": "Snake PPO steps/s, recurrent over feed-forward",
@@ -206,14 +210,17 @@ def headlines(out: dict[str, Any]) -> list[dict[str, str]]:
         },
         {
             "what": "grid, 8 agents, view 3: greedy world return, CNN + GRU against CNN",
-            "figure": f"{rnn['greedy_world_return']:.1f} in {rnn['wall_s']:.0f} s against {cnn['greedy_world_return']:.1f}"
-            f" in {cnn['wall_s']:.0f} s (same steps) and {cnn_long['greedy_world_return']:.1f} in {cnn_long['wall_s']:.0f} s"
+            "figure": f"{rnn['greedy_world_return']:.1f} in {rnn['wall_s']:.0f} s"
+            f" against {cnn['greedy_world_return']:.1f} in {cnn['wall_s']:.0f} s (same steps)"
+            f" and {cnn_long['greedy_world_return']:.1f} in {cnn_long['wall_s']:.0f} s"
             f" ({cnn_long['env_steps']:,} steps)",
         },
         {
             "what": "grid, PQN against DQN (shipped configs): greedy return",
-            "figure": f"{qgrid['pqn']['greedy_return']:.1f} in {qgrid['pqn']['wall_s']:.0f} s ({fmt_rate(qgrid['pqn']['sps'])}/s)"
-            f" against {qgrid['dqn']['greedy_return']:.1f} in {qgrid['dqn']['wall_s']:.0f} s ({fmt_rate(qgrid['dqn']['sps'])}/s)",
+            "figure": f"{qgrid['pqn']['greedy_return']:.1f} in {qgrid['pqn']['wall_s']:.0f} s"
+            f" ({fmt_rate(qgrid['pqn']['sps'])}/s)"
+            f" against {qgrid['dqn']['greedy_return']:.1f} in {qgrid['dqn']['wall_s']:.0f} s"
+            f" ({fmt_rate(qgrid['dqn']['sps'])}/s)",
         },
     ]
 
@@ -227,12 +234,16 @@ def report(result: dict[str, Any]) -> str:
     for r in result["memory_chain"]:
         seeds = ", ".join(f"{v:.2f}" for v in r["per_seed"])
         md.append(
-            f"| {r['network']} | {r['env_steps']:,} | {seeds} | {r['mean']:.2f} | {r['reached_0.9'] or 'never'} | {r['wall_s']:.0f} |"
+            f"| {r['network']} | {r['env_steps']:,} | {seeds} | {r['mean']:.2f} |"
+            f" {r['reached_0.9'] or 'never'} | {r['wall_s']:.0f} |"
         )
     c = result["pqn_cartpole"]
     md += [
         "",
-        f"PQN on CartPole-v1: {', '.join(f'{v:.1f}' for v in c['per_seed'])} (mean {c['mean']:.1f}) at {c['env_steps']:,} steps, {c['wall_s']:.0f} s.",
+        (
+            f"PQN on CartPole-v1: {', '.join(f'{v:.1f}' for v in c['per_seed'])} (mean {c['mean']:.1f})"
+            f" at {c['env_steps']:,} steps, {c['wall_s']:.0f} s."
+        ),
         "",
     ]
     md += [
@@ -243,7 +254,8 @@ def report(result: dict[str, Any]) -> str:
     ]
     for r in result["snake"]:
         md.append(
-            f"| {r['algo']} | {r['env_steps']:,} | {r['wall_s']:.0f} | {fmt_rate(r['sps'])} | {num(r['final_score'], 2)} | {r['greedy_score']:.2f} |"
+            f"| {r['algo']} | {r['env_steps']:,} | {r['wall_s']:.0f} | {fmt_rate(r['sps'])} |"
+            f" {num(r['final_score'], 2)} | {r['greedy_score']:.2f} |"
         )
     ff = result["recurrent_sps"][0]["sps"]
     md += [
@@ -264,7 +276,8 @@ def report(result: dict[str, Any]) -> str:
     ]
     for r in result["grid"]:
         md.append(
-            f"| {r['network']} | {r['env_steps']:,} | {r['wall_s']:.0f} | {fmt_rate(r['sps'])} | {num(r['final_world_return'])} | {r['greedy_world_return']:.1f} |"
+            f"| {r['network']} | {r['env_steps']:,} | {r['wall_s']:.0f} | {fmt_rate(r['sps'])} |"
+            f" {num(r['final_world_return'])} | {r['greedy_world_return']:.1f} |"
         )
     at = result["grid"][1].get("world_return_at_cnn_wall")
     if at is not None:
@@ -278,11 +291,15 @@ def report(result: dict[str, Any]) -> str:
     ]
     for r in result["q_grid"]:
         md.append(
-            f"| {r['algo']} | {r['env_steps']:,} | {r['wall_s']:.0f} | {fmt_rate(r['sps'])} | {num(r['final_return'], 2)} | {r['greedy_return']:.2f} |"
+            f"| {r['algo']} | {r['env_steps']:,} | {r['wall_s']:.0f} | {fmt_rate(r['sps'])} |"
+            f" {num(r['final_return'], 2)} | {r['greedy_return']:.2f} |"
         )
     m = result["minatar"]
     md += [
         "",
-        f"PQN on Breakout-MinAtar (purejaxql's MinAtar settings): {num(m['final_return'])} at {m['env_steps']:,} steps in {m['wall_s']:.0f} s ({fmt_rate(m['sps'])} steps/s).",
+        (
+            f"PQN on Breakout-MinAtar (purejaxql's MinAtar settings): {num(m['final_return'])}"
+            f" at {m['env_steps']:,} steps in {m['wall_s']:.0f} s ({fmt_rate(m['sps'])} steps/s)."
+        ),
     ]
     return "\n".join(md)

@@ -39,11 +39,11 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 import numpy as np
+
+from jaxrl import envs
 from jaxrl.bench import machine
 from jaxrl.bench.common import Context, best_times, compile_timed, fmt_rate, fmt_ratio, log_axes, save_figure
 from jaxrl.bench.parts.env import actions_and_keys, consume, gymnax_env
-
-from jaxrl import envs
 
 NAME = "arena"
 TITLE = "Arena: snake-steps/s beside Snake alone, bots against bots, PPO"
@@ -216,7 +216,6 @@ SELFPLAY = ["opponents=selfplay", "selfplay.start=1", "selfplay.snapshot_every=2
 def selfplay_speed(ctx: Context) -> dict[str, Any]:
     """Bots-only and self-play PPO steps/s side by side (twice, interleaved), and the split of a self-play step."""
     from jaxrl.bench.parts.train import timed_chunk
-
     from jaxrl.config.compose import compose_config
     from jaxrl.run import build
 
@@ -333,7 +332,8 @@ def headlines(out: dict[str, Any]) -> list[dict[str, str]]:
         },
         {
             "what": "Arena bots: a greedy bot against 3 greedy bots",
-            "figure": f"wins {greedy['win_rate']:.1%} of {greedy['games']:,} games, placement {greedy['placement']:.2f}",
+            "figure": f"wins {greedy['win_rate']:.1%} of {greedy['games']:,} games,"
+            f" placement {greedy['placement']:.2f}",
         },
         {"what": "PPO on the arena (shipped config)", "figure": f"{fmt_rate(out['ppo']['sps'])} steps/s"},
         {

@@ -37,6 +37,8 @@ from typing import Any
 
 import jax
 import jax.numpy as jnp
+
+from jaxrl import envs
 from jaxrl.bench import machine
 from jaxrl.bench.common import (
     Context,
@@ -50,8 +52,6 @@ from jaxrl.bench.common import (
     save_figure,
 )
 from jaxrl.envs.grid import materialize
-
-from jaxrl import envs
 
 NAME = "env"
 TITLE = "Env-only steps/s against num_envs"
@@ -449,7 +449,8 @@ def grid_table(args) -> list[dict]:
             row[f"jaxrl_{k}_agents_agent_sps"] = row[f"jaxrl_{k}_agents"] * k
         rows.append(row)
         ours_line = " ".join(
-            f"jaxrl {k} agent(s) {row[f'jaxrl_{k}_agents']:,.0f} ({row[f'jaxrl_{k}_agents_agent_sps']:,.0f} agent-steps/s)"
+            f"jaxrl {k} agent(s) {row[f'jaxrl_{k}_agents']:,.0f}"
+            f" ({row[f'jaxrl_{k}_agents_agent_sps']:,.0f} agent-steps/s)"
             for k in args.agents
         )
         print(f"{n:>8} envs: {ours_line} | " + " | ".join(f"{p} {row[p]:,.0f}" for p in peers), flush=True)
@@ -458,7 +459,8 @@ def grid_table(args) -> list[dict]:
         ms = {k: (1e3 * n / row[f"jaxrl_{k}_agents"], 1e3 * n / row[f"obs_floor_{k}_agents"]) for k in args.agents}
         for k, (step, floor) in ms.items():
             print(
-                f"{'':>8} {k} agent(s): {step:.3f} ms per step of {n} worlds = floor {floor:.3f} + simulation {step - floor:.3f}"
+                f"{'':>8} {k} agent(s): {step:.3f} ms per step of {n} worlds"
+                f" = floor {floor:.3f} + simulation {step - floor:.3f}"
             )
         for k in (k for k in args.agents if k > 1 and 1 in args.agents):
             row[f"jaxrl_{k}_agents_ratio"] = row[f"jaxrl_{k}_agents_agent_sps"] / row["jaxrl_1_agents"]

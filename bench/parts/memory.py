@@ -17,6 +17,7 @@ import math
 from typing import Any
 
 import jax
+
 from jaxrl.bench.common import Context, fmt_bytes, log_axes, out_of_memory, save_figure
 
 NAME = "memory"
@@ -150,7 +151,8 @@ def report(result: dict[str, Any]) -> str:
         md += [
             f"{algo.upper()} totals: "
             + "; ".join(
-                f"{r['n_envs']:,} envs: state {fmt_bytes(r['training_state'])}, compiled {fmt_bytes(r.get('compiled_total'))}"
+                f"{r['n_envs']:,} envs: state {fmt_bytes(r['training_state'])},"
+                f" compiled {fmt_bytes(r.get('compiled_total'))}"
                 + (f", device peak {fmt_bytes(r['device_peak'])}" if r.get("device_peak") else "")
                 + (
                     f", replay {fmt_bytes(r['replay'])} for {r['replay_transitions']:,} transitions"

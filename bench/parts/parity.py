@@ -124,7 +124,8 @@ def headlines(rows: list[dict[str, Any]]) -> list[dict[str, str]]:
     seeds = rows[0]["seeds"]
     return [
         {
-            "what": f"classic control, final return of jaxrl's tuned defaults against PureJaxRL's defaults (mean of {seeds} seeds)",
+            "what": "classic control, final return of jaxrl's tuned defaults against PureJaxRL's defaults"
+            f" (mean of {seeds} seeds)",
             "figure": f"jaxrl at or above on {met} of {len(rows)} (algo, env) pairs",
         }
     ]
@@ -144,13 +145,16 @@ def report(result: dict[str, Any]) -> str:
     md = [
         f"Final training return, mean over {seeds} seeds (per-seed min to max); jaxrl's seeds are one program.",
         "",
-        "| env | algo | env steps per seed | jaxrl tuned default | PureJaxRL defaults | jaxrl - PureJaxRL | verdict | seconds (jaxrl / PureJaxRL) |",
+        (
+            "| env | algo | env steps per seed | jaxrl tuned default | PureJaxRL defaults | jaxrl - PureJaxRL |"
+            " verdict | seconds (jaxrl / PureJaxRL) |"
+        ),
         "|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:
         j, p = r["jaxrl"], r["purejaxrl"]
         md.append(
-            f"| {r['env']} | {r['algo']} | {r['budget']:,.0f} | {fmt_side(j)} | {fmt_side(p)} | {r['difference']:+.1f} |"
-            f" {r['verdict']} | {j['seconds']:.0f} / {p['seconds']:.0f} |"
+            f"| {r['env']} | {r['algo']} | {r['budget']:,.0f} | {fmt_side(j)} | {fmt_side(p)} |"
+            f" {r['difference']:+.1f} | {r['verdict']} | {j['seconds']:.0f} / {p['seconds']:.0f} |"
         )
     return "\n".join(md) + "\n"

@@ -65,7 +65,10 @@ def report(result: dict[str, Any]) -> str:
     md = [
         f"Default Snake PPO config; final score after {result['total_timesteps']:,.0f} env steps (seed 0).",
         "",
-        "| precision | steps/s (one chunk) | ratio to fp32 | compile s | final score | final return | whole-run steps/s |",
+        (
+            "| precision | steps/s (one chunk) | ratio to fp32 | compile s | final score | final return |"
+            " whole-run steps/s |"
+        ),
         "|---|---|---|---|---|---|---|",
     ]
     for r in result["rows"]:

@@ -32,7 +32,8 @@ def run(ctx: Context) -> dict[str, Any]:
         row = {"run": label, **{k: summary.get(k) for k in keys}}
         runs.append(row)
         ctx.say(
-            f"{label}: {fmt_rate(row['sps'])} steps/s, compile {row['compile_s']:.1f} s, final score {row['final_score']:.2f}"
+            f"{label}: {fmt_rate(row['sps'])} steps/s, compile {row['compile_s']:.1f} s,"
+            f" final score {row['final_score']:.2f}"
         )
     peak = []
     sizes = ctx.pick([64], [2048], [2048, 8192], [8192, 65536])
@@ -52,7 +53,8 @@ def headlines(out: dict[str, Any]) -> list[dict[str, str]]:
     lines = [
         {
             "what": f"`python -m jaxrl.train env=snake{'' if r['run'] == 'default' else ' ' + r['run']}`",
-            "figure": f"final score {r['final_score']:.1f} in {r['wall_s']:.0f} s ({fmt_rate(r['sps'])} steps/s after a {r['compile_s']:.0f} s compile)",
+            "figure": f"final score {r['final_score']:.1f} in {r['wall_s']:.0f} s"
+            f" ({fmt_rate(r['sps'])} steps/s after a {r['compile_s']:.0f} s compile)",
         }
         for r in out["runs"]
     ]
@@ -78,7 +80,8 @@ def report(result: dict[str, Any]) -> str:
     ]
     for r in result["runs"]:
         md.append(
-            f"| {r['run']} | {r['env_steps']:,.0f} | {r['final_score']:.2f} | {r['wall_s']:.0f} | {r['compile_s']:.1f} | {fmt_rate(r['sps'])} |"
+            f"| {r['run']} | {r['env_steps']:,.0f} | {r['final_score']:.2f} | {r['wall_s']:.0f} |"
+            f" {r['compile_s']:.1f} | {fmt_rate(r['sps'])} |"
         )
     if result["peak"]:
         md += ["", "PPO's default network at larger num_envs (one timed chunk):", ""]

@@ -22,6 +22,7 @@ import math
 from typing import Any
 
 import numpy as np
+
 from jaxrl.bench.common import Context, evaluated_run, fmt_rate
 
 NAME = "score"
@@ -106,7 +107,10 @@ def meets(run: dict[str, Any], target: dict[str, float]) -> bool:
 
 def describe_greedy(run: dict[str, Any]) -> str:
     g = run["greedy"]
-    return f"greedy {g['score_mean']:.1f} (median {g['score_median']:.0f}, max {g['score_max']:.0f}), {g['wins']}/{g['episodes']} wins"
+    return (
+        f"greedy {g['score_mean']:.1f} (median {g['score_median']:.0f}, max {g['score_max']:.0f}),"
+        f" {g['wins']}/{g['episodes']} wins"
+    )
 
 
 def spread(runs: list[dict[str, Any]], cap_s: float) -> dict[str, list[float | None]]:
@@ -187,7 +191,10 @@ def describe_reach(curve: dict[str, Any]) -> str:
     if not scores:
         return f"{text} (no episode ended)"
     if "runs" in curve:
-        return f"{text}; final score {np.mean(scores):.1f} (seeds {min(scores):.1f}-{max(scores):.1f}, {len(scores)} seeds)"
+        return (
+            f"{text}; final score {np.mean(scores):.1f}"
+            f" (seeds {min(scores):.1f}-{max(scores):.1f}, {len(scores)} seeds)"
+        )
     return f"{text} (best mean score {scores[0]:.1f})"
 
 

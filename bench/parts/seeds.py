@@ -159,6 +159,7 @@ def report(result: dict[str, Any]) -> str:
     for r in result["env_groups"]:
         below = sum(v < 400 for v in r["per_seed"])
         md.append(
-            f"| {r['env_groups']} | {len(r['per_seed'])} | {r['mean']:.1f} +- {r['se']:.1f} | {r['worst']:.1f} | {below} |"
+            f"| {r['env_groups']} | {len(r['per_seed'])} | {r['mean']:.1f} +- {r['se']:.1f} |"
+            f" {r['worst']:.1f} | {below} |"
         )
     return "\n".join(md) + "\n"

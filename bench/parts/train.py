@@ -54,6 +54,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import jaxrl
 from jaxrl.bench import roofline
 from jaxrl.bench.common import (
     Context,
@@ -65,8 +66,6 @@ from jaxrl.bench.common import (
     timed_program,
     whole_run,
 )
-
-import jaxrl
 
 NAME = "train"
 TITLE = "End-to-end training steps/s against num_envs"
@@ -346,7 +345,10 @@ def limits_report(result: dict[str, Any]) -> list[str]:
             ' docs/benchmarks.md, "How close to the limit")'
         ),
         "",
-        "| run | num_envs | steps/s | matmul kFLOP / step | kB / step | matmul GFLOP/s (share) | GB/s (share of streaming; in cache) | bound |",
+        (
+            "| run | num_envs | steps/s | matmul kFLOP / step | kB / step | matmul GFLOP/s (share) |"
+            " GB/s (share of streaming; in cache) | bound |"
+        ),
         "|---|---|---|---|---|---|---|---|",
     ]
     rows = [("default Snake PPO run (env=snake)", result["default_snake"])] if "default_snake" in result else []
@@ -357,7 +359,8 @@ def limits_report(result: dict[str, Any]) -> list[str]:
         lim = r["limit"]
         md.append(
             f"| {what} | {r.get('n_envs', 512):,} | {fmt_rate(r['sps'])} | {lim['per_step']['matmul_flops'] / 1e3:.1f}"
-            f" | {lim['per_step']['bytes'] / 1e3:.1f} | {lim['per_s']['matmul_flops'] / 1e9:.1f} ({lim['matmul_share']:.0%})"
+            f" | {lim['per_step']['bytes'] / 1e3:.1f} | {lim['per_s']['matmul_flops'] / 1e9:.1f}"
+            f" ({lim['matmul_share']:.0%})"
             f" | {lim['per_s']['bytes'] / 1e9:.1f} ({lim['bytes_share']:.0%}; {lim['cache_share']:.0%})"
             f" | {lim['bound']} |"
         )
@@ -395,7 +398,8 @@ def report(result: dict[str, Any]) -> str:
             for s in peers:
                 psps, pn = best(s)
                 md.append(
-                    f"\nBest against best: {ours['title']} {fmt_rate(sps)} ({n:,} envs) / {s['title']} {fmt_rate(psps)} ({pn:,} envs) = {fmt_ratio(sps / psps)}."
+                    f"\nBest against best: {ours['title']} {fmt_rate(sps)} ({n:,} envs)"
+                    f" / {s['title']} {fmt_rate(psps)} ({pn:,} envs) = {fmt_ratio(sps / psps)}."
                 )
         md.append("")
     return "\n".join(md + limits_report(result))
@@ -498,12 +502,14 @@ def summarize(runs: dict[str, list[dict[str, float]]]) -> dict[str, Any]:
 def print_vs(results: dict[str, Any]) -> None:
     print("\nPPO with PureJaxRL's CartPole settings, one process, interleaved (best of rounds; median in brackets)")
     print(
-        f"{'env':18s} {'jaxrl steps/s':>22s} {'PureJaxRL steps/s':>22s} {'ratio':>12s} {'compile jaxrl / ref':>22s} {'return':>14s}"
+        f"{'env':18s} {'jaxrl steps/s':>22s} {'PureJaxRL steps/s':>22s} {'ratio':>12s}"
+        f" {'compile jaxrl / ref':>22s} {'return':>14s}"
     )
     for env, t in results.items():
         o, r = t["jaxrl"], t["purejaxrl"]
         print(
-            f"{env:18s} {o['sps_best']:>12,.0f} ({o['sps_median']:>7,.0f}) {r['sps_best']:>12,.0f} ({r['sps_median']:>7,.0f})"
+            f"{env:18s} {o['sps_best']:>12,.0f} ({o['sps_median']:>7,.0f})"
+            f" {r['sps_best']:>12,.0f} ({r['sps_median']:>7,.0f})"
             f" {t['sps_ratio']:>5.2f}x ({t['sps_ratio_median']:.2f})"
             f" {o['compile_s_best']:>9.2f}s / {r['compile_s_best']:.2f}s"
             f" {o['final_return_mean']:>6.1f} / {r['final_return_mean']:.1f}"
@@ -524,8 +530,8 @@ def chunk_throughput(args: argparse.Namespace) -> dict[str, Any]:
         args.updates = max(20, 300_000 // steps_per_update)
     t = timed_chunk(cfg, args.updates)
     print(
-        f"{args.algo.upper()} on {cfg.env.name}: {t['sps']:,.0f} env steps/s ({t['steps']:,} steps in {t['seconds']:.1f}s);"
-        f" compile {t['compile_s']:.1f}s"
+        f"{args.algo.upper()} on {cfg.env.name}: {t['sps']:,.0f} env steps/s"
+        f" ({t['steps']:,} steps in {t['seconds']:.1f}s); compile {t['compile_s']:.1f}s"
     )
     return {
         "benchmark": "train_throughput",
@@ -545,7 +551,6 @@ def chunk_throughput(args: argparse.Namespace) -> dict[str, Any]:
 def vs_sb3(sb3_steps: int, updates: int) -> dict[str, Any]:
     """DQN on Snake 10x10: jaxrl's default config beside Stable-Baselines3 DQN (defaults), one process."""
     from jaxrl.bench.peers import sb3_peer
-
     from jaxrl.config.compose import compose_config
 
     cfg, _ = compose_config(["env=snake", "algo=dqn", "algo.learning_starts=0"])  # time learning updates only

@@ -76,6 +76,7 @@ import jax.numpy as jnp
 import optax
 from flax.struct import dataclass
 from flax.training.train_state import TrainState
+
 from jaxrl.bench.peers.purejaxrl_ref import cli_args, compile_and_run_seeds, config_for, final_return, make_env
 
 Config = dict[str, Any]

@@ -54,6 +54,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 from flax.struct import dataclass
+
 from jaxrl.bench.peers.purejaxrl_ref import (
     EpisodeLog,
     Policy,

@@ -13,7 +13,8 @@ one jitted call per step), so both sides learn the very same rules. Two measurem
   warm-up, `env_start_s` the vector env's start alone (every worker up and reset). DQN is SB3's
   defaults (`python -m bench.parts.train --vs sb3` times it beside jaxrl's DQN); its warm-up is
   `learning_starts + 1000` steps, so every timed step includes its share of gradient steps (one
-  every 4 vector steps: with `n_envs` envs one per `4 * n_envs` env steps). The reported steps are the ones `learn` took (`num_timesteps`).
+  every 4 vector steps: with `n_envs` envs one per `4 * n_envs` env steps). The reported steps
+  are the ones `learn` took (`num_timesteps`).
 - `score_curve`: PPO "fast" learning for at most `cap_s` seconds of wall clock counted from the
   start of env and model construction, as a jaxrl run is timed from its start, compile included.
   One point per completed rollout: the mean `info["score"]` (apples eaten) of the episodes that

@@ -39,7 +39,8 @@ class DQNConfig:
     name: str = "dqn"  # algorithm id
     lr: float = 2.5e-4  # Adam learning rate (start of the schedule when annealed)
     anneal_lr: bool = False  # decay the learning rate linearly to 0 over training
-    buffer_size: int = 10_000  # replay capacity in transitions per seed, one per agent per env step (rounded down to whole vector steps)
+    # replay capacity in transitions per seed, one per agent per env step (rounded down to whole vector steps)
+    buffer_size: int = 10_000
     batch_size: int = 128  # transitions per gradient step
     learning_starts: int = 10_000  # env steps per seed before the first gradient step
     train_freq: int = 4  # env steps per seed (all envs together) per `gradient_steps` gradient steps

@@ -396,7 +396,8 @@ class PPO:
         return runner.replace(envs=envs), (transition, stats)
 
     def draws(self, key: jax.Array) -> tuple[jax.Array, jax.Array]:
-        """A rollout's randomness, one call each: env keys (num_steps, num_envs) and action noise (num_steps, streams, ...)."""
+        """A rollout's randomness, one call each: env keys (num_steps, num_envs) and action noise
+        (num_steps, streams, ...)."""
         env_key, noise_key = jax.random.split(key)
         steps = self.algo.num_steps
         return (
@@ -478,7 +479,8 @@ class PPO:
         return (optax.apply_updates(params, updates), opt_state), {**stats, "grad_norm": global_norm(grads)}
 
     def learning_data(self, traj: Transition, advantages: jax.Array, targets: jax.Array, starts: None) -> Any:
-        """What `minibatches` cuts, as collected (num_steps, streams, ...): (trajectory, advantages, targets, no memory)."""
+        """What `minibatches` cuts, as collected (num_steps, streams, ...): (trajectory, advantages,
+        targets, no memory)."""
         return traj, advantages, targets, None
 
     def minibatches(self, data: Any, perm: jax.Array) -> Any:

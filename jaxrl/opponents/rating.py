@@ -148,7 +148,8 @@ def report(result: dict[str, Any]) -> None:
     print(f"  {'#':>2}  {'player':<{width}}  {'rating':>7}  {'+-':>5}  {'score':>6}  games")
     for rank, r in enumerate(result["table"], 1):
         print(
-            f"  {rank:>2}  {r['player']:<{width}}  {r['rating']:>7.0f}  {r['error']:>5.0f}  {r['score']:>6.1%}  {r['games']}"
+            f"  {rank:>2}  {r['player']:<{width}}  {r['rating']:>7.0f}"
+            f"  {r['error']:>5.0f}  {r['score']:>6.1%}  {r['games']}"
         )
 
 

@@ -160,7 +160,8 @@ def _compile(cfg, resolved, program, run_dir, device, devices, checkpoints, prog
     )
     if program.sweep.keys:
         say(
-            f"sweep: {program.sweep.size} members x {cfg.num_seeds} seeds in one program ({', '.join(program.sweep.keys)})"
+            f"sweep: {program.sweep.size} members x {cfg.num_seeds} seeds in one program"
+            f" ({', '.join(program.sweep.keys)})"
         )
     runner = None
     if resume is not None:

@@ -292,7 +292,8 @@ def ranking(ctx: RunContext) -> list[dict[str, Any]]:
 
 
 def final_figures(history: list[dict[str, Any]], num_seeds: int, agents: int) -> dict[str, Any]:
-    """final_return (and world return, score, win rate, placement) over the last ~10% of chunks, overall and per seed."""
+    """final_return (and world return, score, win rate, placement) over the last ~10% of chunks,
+    overall and per seed."""
     span = max(1, math.ceil(0.1 * len(history)))
     while span < len(history) and not np.sum([chunk["episodes"] for chunk in history[-span:]]):
         span += 1

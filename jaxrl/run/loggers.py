@@ -1,4 +1,5 @@
-"""Run-directory outputs (metrics.csv, summary.json, the progress line, the learning curve) and the\nregistry of loggers that `logger=` names (TensorBoard and W&B ship; `register_logger` adds one)."""
+"""Run-directory outputs (metrics.csv, summary.json, the progress line, the learning curve) and the
+registry of loggers that `logger=` names (TensorBoard and W&B ship; `register_logger` adds one)."""
 
 from __future__ import annotations
 
@@ -104,7 +105,8 @@ def in_notebook() -> bool:
 
 
 class Progress:
-    """A live tqdm bar (`tqdm.auto`: a widget in a notebook, text on a terminal), plain periodic lines elsewhere (CI, logs)."""
+    """A live tqdm bar (`tqdm.auto`: a widget in a notebook, text on a terminal), plain periodic lines elsewhere
+    (CI, logs)."""
 
     def __init__(self, total_steps: int, live: bool, start: int = 0, seeds: int = 1):
         self.total = total_steps  # env steps per seed, like `steps` in `update`

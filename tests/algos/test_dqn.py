@@ -6,10 +6,10 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 from gymnax.environments import spaces
-from jaxrl.bench import checks
 
 from jaxrl import envs
 from jaxrl.algos.dqn import DQN, DQNConfig, interval_crossed, q_targets
+from jaxrl.bench import checks
 from jaxrl.config.schema import TrainConfig
 from jaxrl.core import rollout
 from jaxrl.core.replay import Batch, ReplayBuffer

@@ -12,6 +12,7 @@ tuned files. Those five are bench checks, drawn with `python -m bench.checks par
 docs/reliability.md says why and what they cost."""
 
 import pytest
+
 from jaxrl.bench import checks
 
 # (algo, env): PureJaxRL's budget for it, in env steps per seed.

@@ -5,10 +5,10 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from jaxrl.bench import checks
 
 from jaxrl import envs
 from jaxrl.algos.ppo import PPO, ObsStats, PPOConfig
+from jaxrl.bench import checks
 from jaxrl.config.compose import compose_config
 from jaxrl.config.schema import TrainConfig, make_env
 from jaxrl.core import losses

@@ -170,7 +170,6 @@ def test_recurrent_ppo_solves_memory_chain_where_feed_forward_cannot():
     """The shipped MemoryChain config (GRU) solves it within 1e6 steps on each of 2 seeds; the same run with a
     feed-forward network stays near chance (0). Bars and measured draws: jaxrl.bench.checks, docs/reliability.md."""
     from jaxrl.bench import checks
-
     from jaxrl.config.compose import compose_config
 
     cfg, _ = compose_config(["env=MemoryChain-bsuite"])

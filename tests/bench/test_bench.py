@@ -13,9 +13,9 @@ from pathlib import Path
 import jax
 import jax.numpy as jnp
 import pytest
-from jaxrl.bench.parts import env as env_part
 
 from jaxrl import envs
+from jaxrl.bench.parts import env as env_part
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -157,6 +157,7 @@ def test_the_checks_count_failed_draws_and_name_the_worst(monkeypatch, tmp_path,
 
 def test_a_learning_check_refuses_a_run_compiled_without_xlas_optimizations():
     import jax
+
     from jaxrl.bench import checks
 
     before = jax.config.read("jax_disable_most_optimizations")

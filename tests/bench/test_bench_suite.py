@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
+
 from jaxrl.bench import readme as bench_readme
 from jaxrl.bench.parts import ORDER
 

@@ -4,6 +4,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+
 from jaxrl.bench.peers.purejaxrl_dqn_ref import (
     PUREJAXRL_DQN_CARTPOLE,
     QNetwork,

@@ -7,6 +7,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+
 from jaxrl.bench.peers.purejaxrl_ppo_continuous_ref import (
     PUREJAXRL_CONTINUOUS,
     ClipAction,

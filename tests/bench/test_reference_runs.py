@@ -6,8 +6,9 @@ library's reshaping into a core, algorithms and a driver left their metrics rows
 (bench/results/reference_runs.json). The figures below are those of the short versions after the
 overhead work changed the random stream on purpose (rollout randomness drawn once per update,
 minibatch shuffles by packed sorts), and after one-seed runs stopped being a vmap of size 1
-(the grid's value losses moved in the fourth digit: XLA sums in another order). A change that moves them changes what a seed learns: say so
-in its commit, and re-measure the README's learning figures.
+(the grid's value losses moved in the fourth digit: XLA sums in another order). A change that
+moves them changes what a seed learns: say so in its commit, and re-measure the README's
+learning figures.
 
 Floats depend on XLA's CPU code generation, which differs by CPU model: on a 2-core Intel Xeon
 (AVX-512, AMX) the DQN run's second row counted 1297 episodes against 1296 here. So the pins are
@@ -27,10 +28,10 @@ from pathlib import Path
 
 import jax
 import pytest
-from jaxrl.bench.machine import cpu_signature
-from jaxrl.bench.reference import RUNS as REFERENCE  # the settings: one home for the test and the command
 
 import jaxrl
+from jaxrl.bench.machine import cpu_signature
+from jaxrl.bench.reference import RUNS as REFERENCE  # the settings: one home for the test and the command
 
 ROOT = Path(__file__).resolve().parents[2]
 PINNED_ON = "0.10."

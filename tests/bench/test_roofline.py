@@ -8,10 +8,10 @@ import itertools
 import jax
 import jax.numpy as jnp
 import pytest
-from jaxrl.bench import roofline
-from jaxrl.bench.parts.train import purejaxrl_settings
 
 import jaxrl
+from jaxrl.bench import roofline
+from jaxrl.bench.parts.train import purejaxrl_settings
 from jaxrl.run import build
 
 

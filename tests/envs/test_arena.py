@@ -9,10 +9,10 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from jaxrl.envs.arena import CHANNELS, DCOL, DROW, Arena
-from jaxrl.envs.arena import EnvParams as ArenaParams
 
 from jaxrl import envs
+from jaxrl.envs.arena import CHANNELS, DCOL, DROW, Arena
+from jaxrl.envs.arena import EnvParams as ArenaParams
 
 UP, RIGHT, DOWN, LEFT = range(4)
 

@@ -7,10 +7,10 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from jaxrl.envs.arena import DCOL, DROW
-from jaxrl.envs.arena_open import FOOD, LENGTH_SHIFT, WALL, OpenArena
 
 from jaxrl import envs
+from jaxrl.envs.arena import DCOL, DROW
+from jaxrl.envs.arena_open import FOOD, LENGTH_SHIFT, WALL, OpenArena
 
 UP, RIGHT, DOWN, LEFT = range(4)
 

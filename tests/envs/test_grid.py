@@ -4,9 +4,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from jaxrl.envs.grid import GridWorld
 
 from jaxrl import envs
+from jaxrl.envs.grid import GridWorld
 
 STAY, UP, RIGHT, DOWN, LEFT, COLLECT = range(6)
 WALL, RESOURCE, AGENT, SELF = range(4)
@@ -360,7 +360,6 @@ def test_ppo_with_the_grid_cnn_beats_random():
     """The tuned grid config's CNN learns to collect (a random policy returns ~0.57); bar and measured
     draws: jaxrl.bench.checks and docs/reliability.md."""
     from jaxrl.bench import checks
-
     from jaxrl.config.compose import compose_config
 
     cfg, _ = compose_config(["env=grid", "env.max_steps_in_episode=64", "num_envs=64", "total_timesteps=4e5"])
@@ -372,7 +371,6 @@ def test_ppo_with_the_grid_cnn_beats_random():
 def test_dqn_with_the_tuned_grid_config_beats_random():
     """The tuned DQN grid config (MLP Q-network, 3-step targets) learns to collect within 5e5 steps."""
     from jaxrl.bench import checks
-
     from jaxrl.config.compose import compose_config
 
     cfg, _ = compose_config(["env=grid", "algo=dqn", "env.max_steps_in_episode=64", "total_timesteps=5e5"])

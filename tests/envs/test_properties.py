@@ -29,6 +29,7 @@ import pytest
 from flax import struct
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
+
 from jaxrl.envs.base import INT32_MAX
 from jaxrl.envs.grid import COLLECT, GridWorld
 from jaxrl.envs.grid import DCOL as GRID_DCOL
@@ -1008,7 +1009,8 @@ def check_a_million(name: str, check: Callable, settings_strategy: st.SearchStra
             "coverage": dict(coverage),
             "when": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
             "wall_s": round(wall, 1),
-            "command": "JAXRL_PROPERTY_RESULTS=bench/results/property_suite.json python -m pytest -m slow tests/envs/test_properties.py",
+            "command": "JAXRL_PROPERTY_RESULTS=bench/results/property_suite.json"
+            " python -m pytest -m slow tests/envs/test_properties.py",
             "machine": describe(),
         },
     )

@@ -221,7 +221,8 @@ def test_ctrl_c_saves_once_and_exits_cleanly(tmp_path):
 
 
 def test_resume_with_a_larger_total_rebuilds_the_schedules(tmp_path):
-    """DQN's epsilon falls over epsilon_decay of total_timesteps: resumed to twice the steps, it falls over the new total."""
+    """DQN's epsilon falls over epsilon_decay of total_timesteps: resumed to twice the steps,
+    it falls over the new total."""
     run_dir = tmp_path / "dqn"
     settings = [*RUNS["dqn"], "algo.epsilon_decay=1.0", "algo.epsilon_end=0.0", "num_chunks=4", "progress=false"]
     train(*settings, f"run_dir={run_dir}")

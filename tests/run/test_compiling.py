@@ -1,4 +1,5 @@
-"""jaxrl lowers its programs with threefry written out on CPU (same bits, no loops, nothing leaks out), and a second start loads them from `compile_cache`."""
+"""jaxrl lowers its programs with threefry written out on CPU (same bits, no loops, nothing leaks out), and a
+second start loads them from `compile_cache`."""
 
 import jax
 import numpy as np

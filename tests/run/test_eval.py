@@ -8,11 +8,11 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from jaxrl.envs.snake import DCOL, DROW, Snake
 from PIL import Image, ImageSequence
 
 from jaxrl import envs
 from jaxrl import eval as eval_cli
+from jaxrl.envs.snake import DCOL, DROW, Snake
 from jaxrl.run import evaluation
 from jaxrl.run.evaluation import figures, play, record
 from jaxrl.train import main as train_main

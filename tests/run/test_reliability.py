@@ -431,7 +431,8 @@ try:  # the checker is on: reusing a key inside jit is an error
 except jax.errors.KeyReuseError:
     pass
 small = {"ppo": {"algo.num_steps": 16, "algo.num_minibatches": 2},
-         "dqn": {"algo.buffer_size": 1024, "algo.learning_starts": 256, "algo.batch_size": 32, "algo.train_freq": 8}}[algo]
+         "dqn": {"algo.buffer_size": 1024, "algo.learning_starts": 256,
+                 "algo.batch_size": 32, "algo.train_freq": 8}}[algo]
 env_settings = {"name": "grid", "num_agents": 2} if env == "grid" else env
 jaxrl.train(env=env_settings, algo=algo, num_envs=8, total_timesteps=2048, num_chunks=4, progress=False,
             run_dir=sys.argv[3], **small)
@@ -448,8 +449,8 @@ def test_training_passes_the_key_reuse_checker(algo, env, tmp_path):
 
 def test_a_run_of_1e11_env_steps_fits_its_counters():
     """1e11 env steps per seed: accepted when the updates fit the int32 update counter (the algorithms' env-step
-    figures are float32 or exact integer arithmetic on it: tests/algos/test_dqn.py, tests/algos/test_ppo.py), refused with one
-    line when they would not."""
+    figures are float32 or exact integer arithmetic on it: tests/algos/test_dqn.py, tests/algos/test_ppo.py),
+    refused with one line when they would not."""
     from jaxrl.config.compose import compose_config
     from jaxrl.config.schema import ConfigError
     from jaxrl.run import build
