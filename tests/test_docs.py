@@ -18,6 +18,7 @@ def repo_root() -> Path:
 ROOT = repo_root()
 README = ROOT / "README.md"
 PAGES = sorted((ROOT / "docs").glob("*.md"))
+CONTRIBUTING = ROOT / "CONTRIBUTING.md"
 README_MAX_LINES = 320
 
 FENCE = re.compile(r"^(```|~~~).*?^\1[^\n]*$", re.MULTILINE | re.DOTALL)  # fenced code blocks
@@ -63,7 +64,7 @@ def broken_links(page: Path, text: str | None = None) -> list[str]:
 
 
 def test_every_relative_link_resolves():
-    broken = {page.relative_to(ROOT).as_posix(): broken_links(page) for page in [README, *PAGES]}
+    broken = {page.relative_to(ROOT).as_posix(): broken_links(page) for page in [README, CONTRIBUTING, *PAGES]}
     assert not {page: b for page, b in broken.items() if b}
 
 
@@ -77,7 +78,7 @@ def test_the_readme_is_a_map_not_the_manual():
 def test_every_docs_page_is_linked_from_the_readme():
     linked = {(ROOT / target.partition("#")[0]).resolve() for target in links(README.read_text())}
     assert PAGES, "no docs/*.md pages found"
-    assert not [page.name for page in PAGES if page.resolve() not in linked]
+    assert not [page.name for page in [*PAGES, CONTRIBUTING] if page.resolve() not in linked]
 
 
 def test_every_docs_page_starts_with_a_title_and_a_sentence():
