@@ -1,7 +1,7 @@
 """python -m bench: every throughput benchmark in one run, then report.md, one JSON per part and PNG plots.
 
-    python -m bench                  # full mode: about 3h20m on a 2-core AMD EPYC, 2h18m of it `score`
-    python -m bench --quick          # about 11 minutes on a 2-core AMD EPYC family 26 (10:52, measured 2026-11-28)
+    python -m bench                  # full mode: larger sweeps, longer runs, more seeds (hours on a 2-core CPU)
+    python -m bench --quick          # every part on a short budget (minutes)
     python -m bench --only env,train # some parts (env, arena, train, memory, score, precision, runs, parity,
                                      # seeds, algos, sweep)
     python -m bench --out DIR        # default bench/results/<machine>-<date>/
@@ -12,10 +12,8 @@ files a run replaces move to `DIR/previous-<time>/` first, and report.md is writ
 part's JSON in the folder, so `--only` refreshes one part of a report.
 
 Quick mode gives every part a budget of seconds to a few minutes (shorter runs, one or two seeds,
-fewer sizes; what it leaves out, each part's report lists under "Skipped"). The full-mode figure is
-the sum of its parts' times on 2026-11-24 (3h22m); the quick one was measured end to end with
-`time` on 2026-11-26 (load average 0.8 before the run, 1.7 at its end: the run's own), with
-Stable-Baselines3 installed and Jumanji, navix and xminigrid not (each adds its compiles to `env`).
+fewer sizes; what it leaves out, each part's report lists under "Skipped"). How long each mode
+takes, on which machine and with which peers installed: docs/benchmarks.md, "Running them".
 """
 
 from __future__ import annotations

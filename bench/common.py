@@ -14,7 +14,7 @@ from typing import Any
 
 import jax
 
-MODES = ("smoke", "quick", "full")  # smoke: the test's tiny budget; quick: ~11 minutes on a 2-core CPU
+MODES = ("smoke", "quick", "full")  # smoke: the test's tiny budget; quick: minutes, a look at every part
 
 
 @dataclass

@@ -27,10 +27,10 @@ def _import_gymnax() -> None:
     """Import gymnax with seaborn and matplotlib.pyplot (if not imported yet) deferred in its env files.
 
     Importing any gymnax env imports every gymnax env, and their render functions import seaborn
-    (which imports scipy.stats and IPython) and pyplot at the top: 1.6 s of the 2.3 s a
-    `python -m jaxrl.train` spent importing (2-core AMD EPYC, 2026-11-26), paid by every run and by
-    every subprocess a test starts. No step or reset uses them. Only gymnax's own module globals
-    hold the stand-ins; once gymnax is imported, `import seaborn` anywhere gets the real module."""
+    (which imports scipy.stats and IPython) and pyplot at the top: most of the time a
+    `python -m jaxrl.train` spent importing, paid by every run and by every subprocess a test
+    starts. No step or reset uses them. Only gymnax's own module globals hold the stand-ins; once
+    gymnax is imported, `import seaborn` anywhere gets the real module."""
     stand_ins = {
         name: _ImportedOnFirstUse(name) for name in ("seaborn", "matplotlib.pyplot") if name not in sys.modules
     }

@@ -172,7 +172,7 @@ class GridWorld(Env):
 
     def _pack(self, cells: jax.Array) -> jax.Array:
         """(size, size) bool -> (size,) uint32 row words: one OR-reduction over the columns (as one OR
-        per column, each a strided read of the cells, the 1-agent 8x8 step was 12% slower)."""
+        per column, each a strided read of the cells, the step was slower)."""
         bits = jnp.where(cells, jnp.uint32(1) << self._bits, jnp.uint32(0))
         return jax.lax.reduce(bits, jnp.uint32(0), jax.lax.bitwise_or, (cells.ndim - 1,))
 
@@ -185,8 +185,8 @@ class GridWorld(Env):
 
         Up to 4 agents: every row looks at every agent. More: a flat bitboard first (cell i at
         bit i % 16 of word i // 16; 16 bits so that `materialize` applies), a few operations per
-        agent and word, then each row is cut from its words by fixed shifts. Measured on the
-        8x8 map: the per-row form is 17% faster with 1 or 2 agents, even with 4, and 12% slower with 8.
+        agent and word, then each row is cut from its words by fixed shifts: on the 8x8 map the
+        per-row form is the faster up to 4 agents and the slower with 8 (figures: docs/grid.md).
         """
         count = row.shape[0]
         if count <= 4:

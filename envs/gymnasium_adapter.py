@@ -111,7 +111,7 @@ class GymnasiumEnv(_Adapted, gymnasium.Env):
 
     def _next_key(self) -> np.ndarray:
         """The next key of this env's stream, as key data: keys are split KEYS_AT_ONCE at a time
-        (a threefry split inside every step cost ~50 us of a ~90 us step on the CPU)."""
+        (a threefry split inside every step was most of a step's cost on the CPU)."""
         if self._next == len(self._keys):
             self._key, keys = self._keys_fn(self._key)
             self._keys, self._next = np.asarray(keys), 0

@@ -38,8 +38,8 @@ def recipes(ctx: Context) -> list[dict[str, Any]]:
     return [
         {
             "label": "jaxrl default",
-            # quick mode ends the run near its cap (the whole 4e7-step run takes ~3.5 minutes on a 2-core CPU),
-            # and its learning rate anneals over that shorter run
+            # quick mode shortens the run to end near its cap (the whole run would be cut off long before
+            # its end), and its learning rate anneals over that shorter run
             "command": "python -m jaxrl.train env=snake" + (" total_timesteps=2e6" if ctx.mode == "quick" else ""),
             "settings": ctx.pick({**smoke, "algo.num_steps": 8}, {"total_timesteps": 2e6}, {}),
             "seeds": ctx.pick(2, 2, 4),
@@ -53,7 +53,7 @@ def recipes(ctx: Context) -> list[dict[str, Any]]:
                 "experiment": "snake_perfect",
                 **ctx.pick({**smoke, "algo.num_steps": 8, "algo.minibatch_size": 256}, {}, {}),
             },
-            # not in quick mode: at ~12.5k steps/s on a 2-core CPU it shows no score threshold in minutes
+            # not in quick mode: the recipe takes an hour of a 2-core CPU and reaches no score threshold in minutes
             "seeds": ctx.pick(1, 0, 2),
             "cap_s": ctx.pick(60.0, 0.0, 3600.0),
             "greedy_episodes": ctx.pick(4, 20, 100),
@@ -163,7 +163,7 @@ def run(ctx: Context) -> dict[str, Any]:
         ctx.skip(f"Stable-Baselines3: {missing}")
     else:
         # the smoke run only checks that SB3's curve is taken and written: a few rollouts, not the 60 s cap
-        # quick: 4 workers, as 16 take ~28 s of the cap to start on a 2-core CPU
+        # quick: 4 workers, as 16 take longer to start on a 2-core CPU than the quick cap
         n_envs, jaxrl_cap = ctx.pick(2, 4, 16), out["curves"]["jaxrl default"]["cap_s"]
         cap = ctx.pick(6.0, jaxrl_cap, jaxrl_cap)
         sb3 = sb3_peer.score_curve(cap, seed=0, n_envs=n_envs, vec="subproc")

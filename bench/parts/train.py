@@ -35,10 +35,8 @@ compile), compile seconds, and the final return (mean over the episodes of the l
 a warm-up chunk that fills part of the replay) beside Stable-Baselines3 DQN with its defaults
 (`bench/peers/sb3_peer.py`, 2 torch threads), timed after its `learning_starts`. SB3 steps the same
 Snake through the Gymnasium adapter (`envs.to_gymnasium`), so both learn the very same rules. The
-adapter dispatches one jitted call per step from Python: measured on the 2-core CPU (2026-11-24)
-SB3 ran 1.84-1.88k steps/s on it and 3.0-3.3k on a hand-written numpy Snake with the same rules
-(since removed), so a Python env written for speed would make SB3 up to ~1.7x faster than this
-figure.
+adapter dispatches one jitted call per step from Python, so a Python env written for speed would
+make SB3 faster than this figure (by how much: docs/benchmarks.md, "Measured choices in the code").
 
 (These were `python -m bench.train_throughput` and `python -m bench.dqn_vs_sb3`.)
 """

@@ -30,7 +30,7 @@ Checked against PureJaxRL's own dqn.py patched for gymnax 1.0 (six-value step, `
 no wandb) with flashbax 0.1.3 (2-core CPU, jax 0.10.2, seed 3): the parameters, the target
 parameters, every step's loss and logged return are bitwise equal after a full run at the
 CartPole defaults, and after 2e4-step runs at 7 envs (LR_LINEAR_DECAY on) and at 64 envs; the
-steps/s are the same within noise (91k vs 92k at the defaults).
+steps/s are the same within noise.
 
 Differences from PureJaxRL's code:
 - gymnax 1.0's `step` returns six values `(obs, state, reward, terminated, truncated, info)`;

@@ -24,20 +24,17 @@ one jitted call per step), so both sides learn the very same rules. Two measurem
 
 Vector envs: "dummy" steps the envs one after another in this process; "subproc" is SB3's
 SubprocVecEnv with start_method "forkserver", SB3's own default on Linux and the guide's choice.
-"fork" is unsafe here: importing `envs` starts JAX's CPU client (threads), and 4 forked workers
-hung until killed (after 60 s and 120 s; with and without jax work in the parent). "spawn"
-works as well (4 workers up in 7.1-7.6 s against 6.8-7.0 s with forkserver). Either way every
-worker imports torch, jax and `envs` and compiles Snake itself: 16 workers take ~28 s to start
-on the 2-core CPU, which `setup_s`, `env_start_s` and the score curve's first point include.
+"fork" is unsafe here: importing `envs` starts JAX's CPU client (threads), and forked workers
+hung until killed (with and without jax work in the parent). "spawn" works as well, about as fast.
+Either way every worker imports torch, jax and `envs` and compiles Snake itself before it steps,
+which `setup_s`, `env_start_s` and the score curve's first point include.
 Steps run on the CPU, as a Python env's would: workers see only JAX's CPU platform (16 workers
 would otherwise each claim most of a GPU) and steps in this process run under
 `jax.default_device(cpu)`.
 
 Torch runs on `threads` CPU threads, default `os.cpu_count()`; the guide sets 1 so that torch
-leaves the cores to the env workers. Measured on the shared 2-core CPU (2026-11-24), 2 threads
-was fastest when the machine was quiet (PPO dummy 16 envs 1.6-1.8k steps/s against 1.0-1.2k with
-1 thread) and up to 10x slower when other jobs ran (59-250 steps/s; 1 thread stayed 0.7-1.2k):
-`settings["torch_threads"]` says which a figure used.
+leaves the cores to the env workers. Every core was the fastest on a quiet machine and by far the
+slowest when other jobs ran, where 1 thread held up: `settings["torch_threads"]` says which a figure used.
 
     pip install '.[bench]'
     python -m bench.peers.sb3_peer --algo ppo --vec subproc --n-envs 8 --steps 4096

@@ -90,7 +90,7 @@ class PPOConfig:
 def minibatches(cfg: TrainConfig) -> int:
     """Minibatches per epoch. `num_minibatches` splits one agent's share of the rollout, so with K
     agents per world there are K times as many minibatches, each as large as with one agent (big
-    minibatches of the grid CNN ran 3x slower per sample on CPU). `minibatch_size=auto`: the
+    minibatches of the grid CNN ran slower per sample on the CPU). `minibatch_size=auto`: the
     largest divisor of the rollout batch that still gives at least that many minibatches; an
     integer minibatch_size must divide the batch."""
     a = cfg.algo

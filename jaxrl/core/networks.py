@@ -48,11 +48,9 @@ def matmul_cpu(x: jax.Array, w: jax.Array) -> jax.Array:
 
     XLA's CPU backend folds x^T into a dot that contracts over the batch axis and hands it to
     Eigen, which for small batches is slower than the plain dot of a transposed copy.
-    `optimization_barrier` keeps the transpose from being folded back. Measured on the 2-core
-    CPU (jax 0.10.2), training steps/s: PPO with PureJaxRL's CartPole and Breakout-MinAtar
-    settings (128-row minibatches) +5% and +4%, DQN on CartPole (batches of 128) +13%; but
-    DQN on Snake (256 rows) -15% and PPO on Snake (4096 rows) -10%. So `Dense` takes this
-    path for batches of at most `SMALL_BATCH` rows on the CPU only.
+    `optimization_barrier` keeps the transpose from being folded back. It speeds up small batches and
+    slows large ones, so `Dense` takes this path for batches of at most `SMALL_BATCH` rows on the CPU only
+    (figures: docs/benchmarks.md, "Measured choices in the code").
     """
     return x @ w
 

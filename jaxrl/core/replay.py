@@ -30,9 +30,9 @@ def materialize(tree, token: jax.Array):
     """`tree` unchanged, computed into buffers before any consumer reads it (`envs.base.fusion_boundary`).
 
     XLA's CPU fusion folded the producer of an observation (the whole env step) into the fused
-    write of the replay, recomputing it for every stored element (every bit, when packed): the
-    Snake DQN spent 2 ms per vector step there, 5x the env step itself. `token`: a non-negative
-    value XLA cannot prove is one (the count of steps written).
+    write of the replay, recomputing it for every stored element (every bit, when packed), which
+    cost the Snake DQN several times the env step itself. `token`: a non-negative value XLA cannot
+    prove is one (the count of steps written).
     """
     return fusion_boundary(tree, token)
 

@@ -2,9 +2,8 @@
 
 `jax.random.permutation` sorts random keys together with the indices (a two-operand sort, and
 two rounds from 2^11 elements up). XLA's CPU sort calls a compiled comparator per comparison
-for that, while a single uint32 operand gets a plain integer sort. Measured on the 2-core CPU
-(jax 0.10.2): 54 us for 512 elements and 5.0 ms for 16,384, against 13 us and 0.49 ms packed:
-at Snake's default batch the four epochs' shuffles took a third of an update.
+for that, while a single uint32 operand gets a plain integer sort, several times faster (figures:
+docs/benchmarks.md, "Measured choices in the code").
 
 Each round sorts `random bits | index` and so orders by the random bits, ties kept in index
 order. Rounds chain (a round's ties keep the previous round's order), so the permutation is

@@ -124,14 +124,12 @@ def grouped_apply(
     `obs` and `carry` are (worlds, rows, ...) (rows: a world's opponent seats); returns the carry and
     `out` likewise. A slot outside the pool (-1) gets slot 0's output, which the caller discards.
 
-    Gathering a parameter copy per world would move the whole network per world and step (65 ms
-    for 512 worlds of the arena's MLP on the 2-core CPU); running every slot over every world costs
-    K passes. Instead the worlds are sorted by slot and cut into blocks of `block` worlds; a block
-    that spans several slots is run once per slot (segments), so there are at most
-    `worlds / block + K - 1` segments, each one batched matmul with its slot's parameters. Measured
-    on the arena's MLP, 512 worlds x 3 seats, K = 8 (2-core AMD EPYC): 2.7 ms against 1.3 ms for
-    one network shared by all (the floor) and 8.8 ms for K passes; blocks of worlds / 2K (rows up
-    to 1.44x) beat worlds / 4K and worlds / K, whose batched matmuls are smaller or more.
+    Gathering a parameter copy per world would move the whole network per world and step; running
+    every slot over every world costs K passes. Instead the worlds are sorted by slot and cut into
+    blocks of `block` worlds; a block that spans several slots is run once per slot (segments), so
+    there are at most `worlds / block + K - 1` segments, each one batched matmul with its slot's
+    parameters. Blocks of worlds / 2K beat smaller ones (more matmuls) and larger ones (more padded rows;
+    figures: docs/arena.md, "Self-play: a pool of past policies").
     """
     worlds = index.shape[0]
     size = jax.tree.leaves(pool_params)[0].shape[0]

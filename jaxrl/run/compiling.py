@@ -4,12 +4,10 @@ On CPU, jax lowers every threefry call (a key split, a uniform draw) as a loop o
 keep compile times down; GPUs get the 20 rounds written out. In a small-batch training step a
 threefry loop is some 80 tiny kernels that run one after the other, and a gymnax env draws
 twice per step (its auto-reset split and the reset's draw). Written out, the same bits come
-from a few fused kernels. Measured on the 2-core CPU (jax 0.10.2) with PureJaxRL's CartPole
-settings (4 envs x 128 steps): the rollout went from 463 to 355 us per update and the update
-from 1.82 to 1.68 ms, and the program compiled faster (3.7 -> 3.1 s); DQN on CartPole trained
-10% faster. The cost: XLA may copy the written-out rounds into several consumers of a draw
-(an optimization barrier does not stop it on the CPU): DQN on Snake, one vector step per update,
-runs 5% slower than with the loops; PPO on Snake is unchanged.
+from a few fused kernels, so small-batch updates run and compile faster. The cost: XLA may copy
+the written-out rounds into several consumers of a draw (an optimization barrier does not stop it
+on the CPU), which slows DQN on Snake (one vector step per update) a little; PPO on Snake is unchanged.
+The figures: docs/benchmarks.md, "Measured choices in the code".
 
 `lowering()` swaps the CPU rule while jaxrl lowers a program and restores it afterwards, so a
 user's own jitted code (or a peer benchmarked beside jaxrl) keeps jax's default. The bits are

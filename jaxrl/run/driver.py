@@ -35,8 +35,7 @@ def over_seeds(fn: Any, num_seeds: int, in_axes: tuple[Any, ...]) -> Any:
 
     Several seeds are a vmap. One seed is `fn` itself on the seed's slice, its outputs given the
     seed axis back: a vmap of size 1 would batch every op (dots become batched dots, gathers and
-    sorts gain a dimension), which cost PPO on PureJaxRL's CartPole settings 15% of its steps/s
-    on the 2-core CPU (jax 0.10.2).
+    sorts gain a dimension), which small-batch runs such as PureJaxRL's CartPole settings pay for.
     """
     if num_seeds > 1:
         return jax.vmap(fn, in_axes=in_axes)
@@ -131,7 +130,7 @@ class Program:
     def guarded_update(self, runner: Any, hypers: dict[str, Any] | None = None) -> tuple[Any, UpdateStats]:
         """The algorithm's update, its stats' `finite` flag also covering the parameters it leaves.
 
-        One reduction over the parameters per update: 0.3% of a CartPole PPO update's time on the 2-core CPU.
+        One reduction over the parameters per update, a small share even of a CartPole PPO update's time.
         """
         algo = self.algorithm(hypers)
         runner, stats = algo.update(runner)
@@ -173,7 +172,7 @@ class Program:
         """The runner (fresh unless given, e.g. restored) and the seconds spent compiling init and one chunk.
 
         A fresh run's init compiles on another thread while the chunk is traced and compiled
-        against its output shapes (measured on the 2-core CPU: 0.4-0.6 s of 3-4 s saved).
+        against its output shapes, so a start waits for the longer of the two, not for both.
         """
         t0 = time.perf_counter()
         init = None
