@@ -10,4 +10,9 @@
   `readme.py` (the README's "Measured" block from the reports: `python -m bench.readme`).
 - `reference.py`: a tool, not a part: did a change move what a seed learns, this checkout against
   another commit (`python -m bench.reference --against COMMIT`).
+
+Results go to `bench-results/` under the current folder unless `--out` says otherwise: `bench/results/` holds
+what a commit records on purpose (`--out bench/results/<machine>-<date>`), so a run never rewrites it.
 """
+
+RESULTS = "bench-results"

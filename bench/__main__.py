@@ -4,7 +4,7 @@
     python -m bench --quick          # every part on a short budget (minutes)
     python -m bench --only env,train # some parts (env, arena, train, memory, score, precision, runs, parity,
                                      # seeds, algos, sweep)
-    python -m bench --out DIR        # default bench/results/<machine>-<date>/
+    python -m bench --out DIR        # default bench-results/<machine>-<date>/ in the current folder
 
 Peers (Jumanji, navix, xminigrid, Stable-Baselines3) come with `pip install 'jaxrl[bench]'`;
 each one missing is skipped with one line. A folder that already holds results keeps them: the
@@ -27,6 +27,7 @@ import traceback
 from datetime import UTC, datetime
 from pathlib import Path
 
+from jaxrl.bench import RESULTS
 from jaxrl.bench.parts import ORDER
 
 
@@ -40,7 +41,8 @@ def parse(argv: list[str]) -> argparse.Namespace:
     )
     parser.add_argument("--smoke", action="store_true", help=argparse.SUPPRESS)  # the test's tiny budget
     parser.add_argument("--only", default=None, help=f"comma-separated parts: {', '.join(ORDER)}")
-    parser.add_argument("--out", default=None, help="results folder (default bench/results/<machine>-<date>/)")
+    where = f"{RESULTS}/<machine>-<date>/ in the current folder"
+    parser.add_argument("--out", default=None, help=f"results folder (default {where})")
     args = parser.parse_args(argv)
     if args.only is None:
         args.parts = list(ORDER)
@@ -55,7 +57,7 @@ def parse(argv: list[str]) -> argparse.Namespace:
 def output_dir(arg: str | None, machine: dict) -> Path:
     from jaxrl.bench.machine import slug
 
-    out = Path(arg) if arg else Path("bench/results") / f"{slug(machine)}-{datetime.now().date().isoformat()}"
+    out = Path(arg) if arg else Path(RESULTS) / f"{slug(machine)}-{datetime.now().date().isoformat()}"
     if out.exists() and not out.is_dir():
         raise SystemExit(f"error: --out {out} is a file: give a folder")
     try:

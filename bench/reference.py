@@ -5,7 +5,7 @@ each) in this checkout and in COMMIT, one after the other on this machine, and c
 metrics rows. XLA's float code generation differs between CPUs, so a pinned figure only holds on
 the CPU that took it; two commits side by side on one machine need no pin. Use it when a change
 touches the hot path (env step, rollout, losses, the random stream). Prints a table and saves
-the rows and the verdict to `--out` (default bench/results/reference-<commit>.json). Exit code 0
+the rows and the verdict to `--out` (default bench-results/reference-<commit>.json). Exit code 0
 when every run gives the same rows, 1 when one differs, 2 on bad input.
 
     python -m bench.reference --against HEAD~1
@@ -22,6 +22,8 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
+
+from jaxrl.bench import RESULTS
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -131,7 +133,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.reference", description=__doc__.splitlines()[0])
     parser.add_argument("--against", required=True, help="the commit to compare this checkout with")
     parser.add_argument("--runs", default=",".join(RUNS), help=f"comma-separated: {', '.join(RUNS)}")
-    parser.add_argument("--out", default=None, help="JSON file (default bench/results/reference-<commit>.json)")
+    parser.add_argument("--out", default=None, help=f"JSON file (default {RESULTS}/reference-<commit>.json)")
     args = parser.parse_args(argv)
     names = [n.strip() for n in args.runs.split(",") if n.strip()]
     bad = [n for n in names if n not in RUNS] or ([] if names else [args.runs])
@@ -149,7 +151,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"this checkout against {result['against'][:10]} on {result['cpu']}:")
     for name, r in result["runs"].items():
         print(f"  {name:14s} {'same rows' if r['difference'] is None else 'DIFFERS at ' + r['difference']}")
-    out = Path(args.out) if args.out else ROOT / "bench" / "results" / f"reference-{result['against'][:10]}.json"
+    out = Path(args.out) if args.out else Path(RESULTS) / f"reference-{result['against'][:10]}.json"
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(result, indent=1))
     print(f"saved: {out}")

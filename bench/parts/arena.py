@@ -41,7 +41,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxrl import envs
-from jaxrl.bench import machine
+from jaxrl.bench import RESULTS, machine
 from jaxrl.bench.common import Context, best_times, compile_timed, fmt_rate, fmt_ratio, log_axes, save_figure
 from jaxrl.bench.parts.env import actions_and_keys, consume, gymnax_env
 
@@ -407,7 +407,7 @@ def plot(result: dict[str, Any], axes_title: str, path) -> None:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.parts.arena", description=TITLE)
     parser.add_argument("--quick", action="store_true", help="the quick sizes (default: full)")
-    parser.add_argument("--out", default="bench/results", help="folder for arena.json")
+    parser.add_argument("--out", default=RESULTS, help=f"folder for arena.json (default {RESULTS})")
     args = parser.parse_args(argv)
     info = machine.describe()
     ctx = Context("quick" if args.quick else "full", Path(args.out), info)

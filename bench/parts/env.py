@@ -14,7 +14,7 @@ with the actions in one `jax.random.bits` call; Jumanji's through its `VmapAutoR
 keeps its keys in its state), with actions drawn the same way. navix and xminigrid run empty
 rooms (ours also simulates walls, resources and regrowth).
 
-On its own, one table, saved as JSON under bench/results/:
+On its own, one table, saved as JSON under bench-results/ (or `--out`):
 
     python -m bench.parts.env [--sizes 1 64 1024 4096 16384] [--steps 200] [--board 10]
     python -m bench.parts.env --env grid [--board 8] [--agents 1 8] [--repeats 3]
@@ -39,7 +39,7 @@ import jax
 import jax.numpy as jnp
 
 from jaxrl import envs
-from jaxrl.bench import machine
+from jaxrl.bench import RESULTS, machine
 from jaxrl.bench.common import (
     Context,
     best_times,
@@ -485,7 +485,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--board", type=int, default=None, help="board side (snake 10, grid 8)")
     parser.add_argument("--repeats", type=int, default=3, help="timed calls per figure (the best one counts)")
     parser.add_argument("--agents", type=int, nargs="+", default=[1, 8], help="agents per grid world")
-    parser.add_argument("--out", default=None, help="default bench/results/env_throughput[_grid].json")
+    parser.add_argument("--out", default=None, help=f"default {RESULTS}/env_throughput[_grid].json")
     args = parser.parse_args(argv)
     args.board = args.board or (10 if args.env == "snake" else 8)
     args.sizes = args.sizes or ([1, 64, 1024, 4096, 16384] if args.env == "snake" else [1024, 4096])
@@ -498,7 +498,7 @@ def main(argv: list[str] | None = None) -> None:
         "machine": machine.describe(),
         "rows": rows,
     }
-    out = Path(args.out or f"bench/results/env_throughput{'' if args.env == 'snake' else '_grid'}.json")
+    out = Path(args.out or f"{RESULTS}/env_throughput{'' if args.env == 'snake' else '_grid'}.json")
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(result, indent=2) + "\n")
     print(f"saved {out}")

@@ -14,7 +14,7 @@ learning work (DQN: its replay of 10k, batches of 128, 1-step targets, not the t
 Snake run as shipped, comes with its work per env step and its share of the machine's ceilings
 (`bench/roofline.py`, measured once per run): compute-, memory- or overhead-bound.
 
-On its own, three single measurements, each saved as JSON under bench/results/:
+On its own, three single measurements, each saved as JSON under bench-results/ (or `--out`):
 
     python -m bench.parts.train [--algo ppo|dqn] [--env snake] [--updates 100] [key=value overrides ...]
     python -m bench.parts.train --vs purejaxrl [--env CartPole-v1 Breakout-MinAtar] [--rounds 3]
@@ -53,7 +53,7 @@ from pathlib import Path
 from typing import Any
 
 import jaxrl
-from jaxrl.bench import roofline
+from jaxrl.bench import RESULTS, roofline
 from jaxrl.bench.common import (
     Context,
     fmt_rate,
@@ -597,7 +597,7 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     )
     parser.add_argument("--sb3-steps", type=int, default=20_000, help="--vs sb3: SB3 env steps timed")
     parser.add_argument(
-        "--out", default=None, help="JSON path (default bench/results/train_throughput_<...>.json or dqn_vs_sb3.json)"
+        "--out", default=None, help=f"JSON path (default {RESULTS}/train_throughput_<...>.json or dqn_vs_sb3.json)"
     )
     parser.add_argument("overrides", nargs="*", help="config overrides, as for python -m jaxrl.train")
     return parser.parse_args(argv)
@@ -611,7 +611,7 @@ def main(argv: list[str] | None = None) -> int:
         envs = args.env or list(VS_ENVS)
         result = {"benchmark": "train_throughput_vs_purejaxrl", "envs": vs_purejaxrl(envs, args.rounds, args.seed)}
         print_vs(result["envs"])
-        default_out = "bench/results/train_throughput_vs_purejaxrl.json"
+        default_out = f"{RESULTS}/train_throughput_vs_purejaxrl.json"
     elif args.vs == "sb3":
         from jaxrl.bench.peers import sb3_peer
 
@@ -619,12 +619,12 @@ def main(argv: list[str] | None = None) -> int:
             print(f"error: {missing}", file=sys.stderr)
             return 2
         result = vs_sb3(args.sb3_steps, args.updates or 300)
-        default_out = "bench/results/dqn_vs_sb3.json"
+        default_out = f"{RESULTS}/dqn_vs_sb3.json"
     else:
         args.env = (args.env or ["snake"])[0]
         result = chunk_throughput(args)
         suffix = "" if args.env == "snake" else f"_{args.env}"
-        default_out = f"bench/results/train_throughput_{args.algo}{suffix}.json"
+        default_out = f"{RESULTS}/train_throughput_{args.algo}{suffix}.json"
     result.update(when=datetime.now(UTC).isoformat(timespec="seconds"), machine=describe())
     out = Path(args.out or default_out)
     out.parent.mkdir(parents=True, exist_ok=True)

@@ -124,6 +124,23 @@ def test_a_second_run_keeps_the_first_runs_files(smoke_run):
     assert "](env.png)" in (out / "report.md").read_text()
 
 
+def test_without_out_the_results_go_to_the_current_folder_not_the_source_tree(tmp_path, monkeypatch):
+    """bench/results/ holds what a commit records on purpose (`--out`); a plain run writes under the folder
+    it runs in, so from the repository root it writes into an ignored folder and git sees nothing."""
+    from datetime import date
+
+    from jaxrl.bench import RESULTS
+    from jaxrl.bench.__main__ import output_dir
+
+    machine = {"platform": "cpu", "cores": 2, "cpu": "AMD EPYC"}
+    monkeypatch.chdir(tmp_path)
+    out = output_dir(None, machine)
+    assert out.resolve() == tmp_path / RESULTS / f"cpu-2c-amd-epyc-{date.today().isoformat()}" and out.is_dir()
+    ignored = subprocess.run(["git", "check-ignore", "-q", f"{RESULTS}/x.json"], cwd=ROOT, check=False)
+    assert ignored.returncode == 0, f"{RESULTS}/ must be in .gitignore"
+    assert "bench/results" not in RESULTS
+
+
 def test_bad_arguments_are_one_line(tmp_path):
     proc = bench("--only", "envs", "--out", str(tmp_path / "x"))
     assert proc.returncode != 0 and "Traceback" not in proc.stderr
