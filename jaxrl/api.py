@@ -34,8 +34,7 @@ def compose(
     from jaxrl.scale.distributed import join_early
 
     run_dir = None if resume is None else Path(resume).expanduser()
-    keywords = isinstance(settings, dict)
-    if keywords:
+    if isinstance(settings, dict):
         choices, flat = split_settings(settings)
         settings = {**choices, **flat}
     join_early(settings, None if run_dir is None else run_dir / "config.yaml")  # before jax starts (envs, gymnax)
@@ -43,11 +42,12 @@ def compose(
     from jaxrl.run.build import check_same_state
 
     if run_dir is None:
-        cfg, resolved = settings_config(settings) if keywords else compose_config(settings)
+        cfg, resolved = settings_config(settings) if isinstance(settings, dict) else compose_config(settings)
         return cfg, resolved, None
     cfg, resolved, saved = resume_config(run_dir, settings)
     if settings:
-        check_same_state(saved, cfg, [f"{k}={v}" for k, v in settings.items()] if keywords else settings)
+        overrides = [f"{k}={v}" for k, v in settings.items()] if isinstance(settings, dict) else settings
+        check_same_state(saved, cfg, overrides)
     return cfg, resolved, run_dir
 
 
