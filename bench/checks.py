@@ -315,7 +315,7 @@ CASES: dict[str, Case] = {
                 ("ppo", "MountainCar-v0", 0, False),
                 ("ppo", "Pendulum-v1", 0, False),
                 ("ppo", "MountainCarContinuous-v0", 0, True),
-                ("dqn", "CartPole-v1", 20, True),
+                ("dqn", "CartPole-v1", 20, False),
                 ("dqn", "Acrobot-v1", 0, False),
             )
         ),

@@ -5,10 +5,12 @@ the tuned DQN CartPole default also plays greedily (20 episodes per seed). The r
 draws they were measured on live in jaxrl.bench.checks (`parity_<algo>_<env>`) and docs/reliability.md;
 `python -m bench --only parity` measures both sides against the PureJaxRL-shaped references.
 
-CI runs two of the seven: DQN on CartPole and PPO with continuous actions (MountainCarContinuous). PPO's tuned
-CartPole file is PPO's defaults with 4 envs, which tests/algos/test_ppo.py's learning check trains already; the
-other four (PPO on Acrobot, MountainCar and Pendulum, DQN on Acrobot) repeat code paths CI trains with other
-tuned files. Those five are bench checks, drawn with `python -m bench.checks parity_ppo_Acrobot-v1` and so on;
+CI runs one of the seven: PPO with continuous actions (MountainCarContinuous). PPO's tuned CartPole file is
+PPO's defaults with 4 envs, which tests/algos/test_ppo.py's learning check trains already; the other four PPO
+and DQN files repeat code paths CI trains with other tuned files. DQN on CartPole, at PureJaxRL's 10 envs, is
+50,000 steps one after another, the longest learning check the slow tier had; DQN learns in CI on Snake and
+the grid, and the bench's seeds part reports its CartPole figures. Those six are bench checks, drawn with
+`python -m bench.checks parity_dqn_CartPole-v1` and so on;
 docs/reliability.md says why and what they cost."""
 
 import pytest
