@@ -217,7 +217,7 @@ class Run:
         """(env, env_params) as the run's config builds them: the settings it trained with (a
         curriculum's phases aside), so `run.policy` can act in it (an arena's `bot_policy` run attached)."""
         from jaxrl.config.schema import make_env
-        from jaxrl.opponents.frozen import with_frozen_bots
+        from jaxrl.run.frozen import with_frozen_bots
 
         env, env_params = make_env(self.config)
         return with_frozen_bots(env), env_params

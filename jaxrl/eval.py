@@ -11,9 +11,9 @@ from typing import Any
 
 from jaxrl.config.compose import UsageError, integer_setting
 from jaxrl.config.schema import ConfigError
+from jaxrl.config.sweep import settings_label
 from jaxrl.run.checkpoint import CheckpointError
 from jaxrl.run.evaluation import evaluate
-from jaxrl.scale.sweep import settings_label
 
 USAGE = """usage: python -m jaxrl.eval RUN_DIR [key=value ...]   (or run_dir=RUN_DIR)
 

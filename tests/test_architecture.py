@@ -1,7 +1,10 @@
 """The code's shape: no import cycles in jaxrl, envs or bench (every import statement counts, at module level
-or inside a function), and jaxrl/ keeps its roles in folders."""
+or inside a function), imports between jaxrl's folders point down its floors, and jaxrl/ keeps its roles
+in folders."""
 
 import ast
+import subprocess
+import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -91,6 +94,54 @@ def test_the_cycle_check_finds_a_cycle_through_a_function_level_import(tmp_path)
     assert cycles(modules(tmp_path, {"pkg": "pkg"})) == [["pkg.a", "pkg.sub.b", "pkg.sub.c"]]
 
 
+# jaxrl's folders from the lowest floor up (the README's map says what each holds). A module may import its
+# own folder, a lower floor, jaxrl.errors and jaxrl.envs; the entry points on top (api, train, eval, rate)
+# may import anything. A registry on a low floor finds its built-in entries by module name when first read
+# (jaxrl.config.registry): it names where they live and imports none of their code.
+FLOORS = ("core", "config", "algos", "scale", "run", "opponents")
+BOTTOM = ("errors", "_moved")  # jaxrl.errors and jaxrl._moved, floor 0: they import nothing of jaxrl
+
+
+def floor(module: str, floors: tuple[str, ...] = FLOORS, package: str = "jaxrl") -> int:
+    """0 for the bottom modules and envs, 1.. for the folders in `floors`, above them everything else."""
+    parts = module.split(".")
+    if parts[1:] in ([name] for name in BOTTOM) or parts[:2] == [package, "envs"]:
+        return 0
+    if len(parts) > 2 and parts[1] in floors:
+        return 1 + floors.index(parts[1])
+    return len(floors) + 1
+
+
+def upward_imports(known: dict[str, Path], floors: tuple[str, ...] = FLOORS, package: str = "jaxrl") -> list[str]:
+    """Every import of a module on a higher floor than its importer's, as 'importer -> imported', sorted."""
+    found = []
+    for name, path in known.items():
+        if not name.startswith(f"{package}.") or name.startswith(f"{package}.bench"):
+            continue
+        here = floor(name, floors, package)
+        found += [f"{name} -> {m}" for m in imports_of(name, path, known) if floor(m, floors, package) > here]
+    return sorted(found)
+
+
+def test_imports_between_folders_point_down_the_floors():
+    assert upward_imports(modules(ROOT, PACKAGES)) == []
+
+
+def test_the_floor_check_finds_an_upward_import_inside_a_function(tmp_path):
+    pkg = tmp_path / "pkg"
+    for folder in ("low", "high"):
+        (pkg / folder).mkdir(parents=True)
+        (pkg / folder / "__init__.py").write_text("")
+    (pkg / "__init__.py").write_text("from pkg import api\n")
+    (pkg / "api.py").write_text("from pkg.high import h\n")  # the top imports anything
+    (pkg / "errors.py").write_text("")
+    (pkg / "high" / "h.py").write_text("from pkg.low import l\nfrom pkg import errors\n")
+    (pkg / "low" / "l.py").write_text("def f():\n    from pkg.high.h import g\n")  # the one upward import
+    (pkg / "low" / "m.py").write_text("from . import l\n")  # its own folder
+    known = modules(tmp_path, {"pkg": "pkg"})
+    assert upward_imports(known, ("low", "high"), "pkg") == ["pkg.low.l -> pkg.high.h"]
+
+
 def test_jaxrl_keeps_its_roles_in_folders():
     """At most about ten modules directly in jaxrl/; the device side, algorithms, the host side of a run,
     configuration, scale-out and opponents each have a folder."""
@@ -109,3 +160,29 @@ def test_envs_stand_alone_from_the_learner():
         if name.startswith("jaxrl.envs")
     }
     assert {name: found for name, found in outside.items() if found} == {}
+
+
+# Modules that moved (old path -> new path); the old paths work for one release and warn.
+MOVED = {
+    "jaxrl.scale.sweep": "jaxrl.config.sweep",
+    "jaxrl.opponents.pool": "jaxrl.core.pool",
+    "jaxrl.opponents.selfplay": "jaxrl.algos.selfplay",
+    "jaxrl.opponents.frozen": "jaxrl.run.frozen",
+}
+
+
+def test_old_paths_of_moved_modules_warn_and_are_the_new_modules():
+    script = """
+import importlib, sys, warnings
+for old, new in {moved}.items():
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        module = importlib.import_module(old)
+    assert module is importlib.import_module(new) and sys.modules[old] is module, old
+    said = [str(w.message) for w in caught if w.category is DeprecationWarning]
+    assert said == [f"{{old}} moved to {{new}}; the old path goes in the next release"], (old, said)
+from jaxrl.opponents import selfplay
+assert selfplay is sys.modules["jaxrl.algos.selfplay"]
+""".format(moved=MOVED)
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=False, cwd=ROOT)
+    assert proc.returncode == 0, proc.stderr[-2000:]

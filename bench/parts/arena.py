@@ -242,8 +242,8 @@ def selfplay_split(small: list[str]) -> dict[str, float]:
     """Milliseconds per vector step of a self-play batch's pieces, every self-play world playing one of 8
     distinct snapshots (best of 5 rounds of 20 calls each)."""
     from jaxrl.config.compose import compose_config
+    from jaxrl.core.pool import grouped_apply
     from jaxrl.core.vector import VectorEnv
-    from jaxrl.opponents.pool import grouped_apply
     from jaxrl.run import build
 
     cfg, _ = compose_config(["env=arena", *small, *SELFPLAY, "selfplay.bot_share=0", "progress=false"])

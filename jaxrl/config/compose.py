@@ -16,11 +16,11 @@ def _register(env_name: str) -> None:
     from hydra.core.config_store import ConfigStore
 
     from jaxrl import envs
-    from jaxrl.algos.base import algorithms
+    from jaxrl.config.registry import ALGORITHMS
 
     cs = ConfigStore.instance()
     cs.store(name="base_config", node=TrainConfig)
-    for name, spec in algorithms().items():
+    for name, spec in ALGORITHMS.all().items():
         cs.store(group="algo", name=name, node=spec.config)
     spec = envs.spec(env_name)
     cs.store(group="env", name=env_name, node=spec.schema())
@@ -134,7 +134,7 @@ def compose_config(overrides: list[str], values: dict[str, Any] | None = None) -
     from hydra.core.global_hydra import GlobalHydra
     from omegaconf import OmegaConf
 
-    from jaxrl.algos.base import algorithms
+    from jaxrl.config.registry import ALGORITHMS
     from jaxrl.config.schema import ConfigError
     from jaxrl.config.validate import validate
 
@@ -158,8 +158,8 @@ def compose_config(overrides: list[str], values: dict[str, Any] | None = None) -
         env_name, algo = env_name or picks.get("env"), algo or picks.get("algo")
     env_name = env_name or DEFAULT_ENV
     env_schema(env_name)
-    if algo is not None and algo not in algorithms():
-        raise UsageError(f"unknown algo '{algo}'; valid: {', '.join(algorithms())}")
+    if algo is not None and algo not in ALGORITHMS.all():
+        raise UsageError(f"unknown algo '{algo}'; valid: {', '.join(ALGORITHMS.all())}")
     preset = _group_choice(overrides, "preset")
     if preset is not None and preset not in PRESETS:
         raise UsageError(f"unknown preset '{preset}'; valid: {', '.join(PRESETS)}")
@@ -197,7 +197,7 @@ def resume_config(
 
     from omegaconf import OmegaConf
 
-    from jaxrl.algos.base import get as get_algorithm
+    from jaxrl.config.registry import ALGORITHMS
     from jaxrl.config.schema import ConfigError
     from jaxrl.config.validate import validate
 
@@ -222,7 +222,7 @@ def resume_config(
     try:
         saved = OmegaConf.load(run_dir / "config.yaml")
         env_name, algo_name = str(saved.env.name), str(saved.algo.name)
-        schema = OmegaConf.structured(TrainConfig(env=env_schema(env_name), algo=get_algorithm(algo_name).config()))
+        schema = OmegaConf.structured(TrainConfig(env=env_schema(env_name), algo=ALGORITHMS.get(algo_name).config()))
         base = OmegaConf.merge(schema, saved)
         saved_typed = OmegaConf.to_object(base)
     except Exception as e:  # noqa: BLE001  (a damaged or foreign config.yaml)

@@ -17,8 +17,7 @@ import math
 from collections.abc import Callable
 from typing import Any
 
-import numpy as np
-
+from jaxrl.core.rollout import traced
 from jaxrl.errors import ConfigError
 
 
@@ -28,32 +27,6 @@ class Phase:
     start_update: int  # first update of the phase
     end_update: int | None  # first update after it; None: runs to the end
     overrides: dict[str, Any]
-
-
-def traced(params: Any, like: Any = None) -> Any:
-    """`EnvParams` with every leaf a numpy array of a fixed dtype (int32, float32 or bool), taken from
-    the matching leaf of `like` when given (so `reward_step=-1` stays float32 in a float field).
-
-    The same dtypes for every phase keep the compiled chunk's input signature, so switching
-    phases never retraces (python scalars would be weakly typed, numpy ones strongly).
-    """
-    import jax
-
-    if like is not None:
-        reference = traced(like)
-        return jax.tree.map(lambda x, ref: np.asarray(x, ref.dtype), params, reference)
-
-    def fix(x: Any) -> np.ndarray:
-        if isinstance(x, bool | np.bool_):
-            return np.asarray(x, np.bool_)
-        if isinstance(x, int | np.integer):
-            return np.asarray(x, np.int32)
-        if isinstance(x, float | np.floating):
-            return np.asarray(x, np.float32)
-        x = np.asarray(x)
-        return x.astype(np.float32) if x.dtype == np.float64 else x.astype(np.int32) if x.dtype == np.int64 else x
-
-    return jax.tree.map(fix, params)
 
 
 def _number(phase: int, key: str, value: Any, field_value: Any) -> Any:

@@ -8,14 +8,13 @@ import dataclasses
 import math
 from typing import Any
 
-from jaxrl.config.schema import DEVICES, OPPONENTS, TrainConfig, float32, logger_names
+from jaxrl.config import sweep as sweeps
+from jaxrl.config.registry import LOGGERS
+from jaxrl.config.schema import DEVICES, OPPONENTS, TrainConfig, check_distributed, float32, logger_names
 from jaxrl.core.networks import ACTIVATIONS, NETWORKS, RECURRENT
 from jaxrl.core.precision import PRECISIONS
 from jaxrl.envs.base import INT32_MAX  # counts and sizes become int32 inside the compiled program
 from jaxrl.errors import ConfigError
-from jaxrl.run.loggers import logger_specs
-from jaxrl.scale import sweep as sweeps
-from jaxrl.scale.distributed import check_distributed
 
 SEED_MAX = 2**32 - 1  # jax.random.key keeps 32 bits of the seed: larger ones would collide
 
@@ -109,7 +108,7 @@ def validate(cfg: TrainConfig) -> None:
             raise ConfigError(f"{name}={value} is invalid: must be an integer from 1 to {INT32_MAX}")
     if not _number(cfg.total_timesteps) or not 1 <= cfg.total_timesteps <= 1e15:
         raise ConfigError(f"total_timesteps={cfg.total_timesteps} is invalid: must be a number from 1 to 1e15")
-    known = logger_specs()
+    known = LOGGERS.all()
     for name in logger_names(cfg.logger):
         if name not in known:
             raise ConfigError(
@@ -146,8 +145,8 @@ def validate(cfg: TrainConfig) -> None:
 
 def check_opponents(cfg: TrainConfig) -> None:
     """`opponents` and, for self-play, the pool's settings (whether the env has seats for them is checked
-    where the env is built: `jaxrl.opponents.selfplay.check_env`)."""
-    from jaxrl.opponents.pool import SAMPLING
+    where the env is built: `jaxrl.algos.selfplay.check_env`)."""
+    from jaxrl.core.pool import SAMPLING
 
     if cfg.opponents not in OPPONENTS:
         raise ConfigError(f"opponents={cfg.opponents} is invalid: allowed {', '.join(OPPONENTS)}")

@@ -80,7 +80,7 @@ def minibatches(cut: Callable[[Any, jax.Array], Any], data: Any, perm: jax.Array
 def check_split(groups: int, total: int, parts: int, what: str) -> None:
     """ConfigError unless each group's share of `total` `what` splits into `parts` equal minibatches
     (or samples): a minibatch is every group's part side by side."""
-    from jaxrl.config.schema import ConfigError
+    from jaxrl.errors import ConfigError
 
     if groups > 1 and (total // groups) % parts:
         raise ConfigError(

@@ -14,7 +14,7 @@ import jax
 import jax.extend
 import jax.numpy as jnp
 
-from jaxrl.algos.base import Algorithm
+from jaxrl.core.algorithm import Algorithm
 from jaxrl.core.stats import UpdateStats
 
 Update = Callable[[Any], tuple[Any, UpdateStats]]

@@ -12,11 +12,35 @@ from typing import Any
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 from flax import struct
 
-from jaxrl.config.curriculum import traced
 from jaxrl.core.stats import EpisodeStats, episode_step
 from jaxrl.core.vector import VectorEnv
+
+
+def traced(params: Any, like: Any = None) -> Any:
+    """`EnvParams` with every leaf a numpy array of a fixed dtype (int32, float32 or bool), taken from
+    the matching leaf of `like` when given (so `reward_step=-1` stays float32 in a float field).
+
+    The same dtypes for every phase keep the compiled chunk's input signature, so switching
+    phases never retraces (python scalars would be weakly typed, numpy ones strongly).
+    """
+    if like is not None:
+        reference = traced(like)
+        return jax.tree.map(lambda x, ref: np.asarray(x, ref.dtype), params, reference)
+
+    def fix(x: Any) -> np.ndarray:
+        if isinstance(x, bool | np.bool_):
+            return np.asarray(x, np.bool_)
+        if isinstance(x, int | np.integer):
+            return np.asarray(x, np.int32)
+        if isinstance(x, float | np.floating):
+            return np.asarray(x, np.float32)
+        x = np.asarray(x)
+        return x.astype(np.float32) if x.dtype == np.float64 else x.astype(np.int32) if x.dtype == np.int64 else x
+
+    return jax.tree.map(fix, params)
 
 
 @struct.dataclass

@@ -23,8 +23,8 @@ def program(cfg: TrainConfig, chunk: int | None = None, layout: Any = None, env:
     """The `Program` of a typed config: its env (or `env=(env, env_params)` given), its algorithm, compiled on
     first use in chunks of `chunk` updates (default: the config's num_chunks), over `layout`'s devices."""
     from jaxrl.config.schema import make_env
-    from jaxrl.opponents.frozen import with_frozen_bots
     from jaxrl.run.driver import Program
+    from jaxrl.run.frozen import with_frozen_bots
 
     env, env_params = make_env(cfg) if env is None else env
     return Program(cfg, with_frozen_bots(env), env_params, chunk=chunk, layout=layout)

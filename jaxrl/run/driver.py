@@ -17,14 +17,13 @@ from typing import Any
 import jax
 import numpy as np
 
-from jaxrl.algos import base
+from jaxrl.algos import base, selfplay
 from jaxrl.config.schema import ConfigError, TrainConfig, agents_per_world
 from jaxrl.core import loop
 from jaxrl.core.precision import with_matmul_precision
 from jaxrl.core.stats import UpdateStats, all_finite
 from jaxrl.envs.base import INT32_MAX
 from jaxrl.errors import NonFiniteError
-from jaxrl.opponents import selfplay
 from jaxrl.run.compiling import compile_aside, compile_jit
 from jaxrl.scale.distributed import any_process
 from jaxrl.scale.mesh import put
@@ -51,14 +50,14 @@ class Program:
     """One algorithm's chunk of `chunk` updates compiled for all seeds, and the calls around it.
 
     The seed axis holds `population` entries: every seed of every sweep member, member-major
-    (`jaxrl.scale.sweep`). A member's swept algorithm values are a traced input of the compiled chunk
+    (`jaxrl.config.sweep`). A member's swept algorithm values are a traced input of the compiled chunk
     (`hypers`), and its swept env values are the env params its envs start with.
     """
 
     def __init__(self, cfg: TrainConfig, env: Any, env_params: Any, chunk: int | None = None, layout: Any = None):
         """`layout` (`jaxrl.scale.mesh.layout`): the devices the program is sharded over; None, or one device:
         jax's default device, unsharded. `cfg` has its env_groups filled in for the layout."""
-        from jaxrl.scale import sweep as sweeps
+        from jaxrl.config import sweep as sweeps
 
         if layout is not None:
             from jaxrl.scale.mesh import resolve

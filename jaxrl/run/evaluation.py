@@ -28,7 +28,7 @@ eval.json (all figures over every seed's episodes):
   `env_params_changed`: {field: {"trained", "evaluated"}} for what `eval_params` changed.
 - `checkpoint_step`, `env`, `algo`, `episodes_per_seed`, `greedy`, `seed`, `run_dir`,
   `seconds`, and `replay` (the GIF's path).
-- A sweep's run (`jaxrl.scale.sweep`) plays one member's seeds (`member=K`, default the best member in
+- A sweep's run (`jaxrl.config.sweep`) plays one member's seeds (`member=K`, default the best member in
   summary.json): `member` and its `settings` are added.
 
 The GIF's frames show the board with a strip below it: the step, the score so far (the return
@@ -388,7 +388,7 @@ def with_opponents(env: Any, env_params: Any, opponents: str | None, num_bots: i
             )
         else:
             from jaxrl.errors import ConfigError
-            from jaxrl.opponents.frozen import frozen_policy
+            from jaxrl.run.frozen import frozen_policy
 
             path = Path(opponents).expanduser().resolve()
             if not path.is_dir():

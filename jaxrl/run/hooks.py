@@ -15,9 +15,9 @@ from typing import Any, Self
 import jax
 import numpy as np
 
+from jaxrl.config.sweep import settings_label
 from jaxrl.core import stats as episode
 from jaxrl.run.driver import Chunk, Hook, Plan, RunContext
-from jaxrl.scale.sweep import settings_label
 
 
 def nanmean(values: np.ndarray) -> float:

@@ -1,5 +1,6 @@
 """Run-directory outputs (metrics.csv, summary.json, the progress line, the learning curve) and the
-registry of loggers that `logger=` names (TensorBoard and W&B ship; `register_logger` adds one)."""
+loggers that `logger=` names (TensorBoard and W&B ship; `register_logger` adds one to
+`jaxrl.config.registry.LOGGERS`, which validation reads)."""
 
 from __future__ import annotations
 
@@ -14,6 +15,8 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+from jaxrl.config.registry import LOGGERS
 
 
 class MetricsCSV:
@@ -202,9 +205,6 @@ class LoggerSpec:
     extra: str | None = None
 
 
-_LOGGERS: dict[str, LoggerSpec] = {}
-
-
 def register_logger(
     name: str,
     opens: Callable[[Path, str, dict[str, Any]], Any] | None,
@@ -212,12 +212,13 @@ def register_logger(
     extra: str | None = None,
 ) -> None:
     """Make `logger=<name>` available to the CLI (from a script that registers it first) and `jaxrl.train`."""
-    _LOGGERS[name] = LoggerSpec(name, opens, needs, extra)
+    LOGGERS.add(name, LoggerSpec(name, opens, needs, extra))
 
 
 def logger_specs() -> dict[str, LoggerSpec]:
     """Every registered logger by name."""
-    return dict(_LOGGERS)
+    specs: dict[str, LoggerSpec] = LOGGERS.all()
+    return specs
 
 
 def check_loggers(names: tuple[str, ...]) -> None:
@@ -225,7 +226,7 @@ def check_loggers(names: tuple[str, ...]) -> None:
     import importlib.util
 
     for name in names:
-        spec = _LOGGERS[name]
+        spec = LOGGERS.get(name)
         if spec.needs is not None and importlib.util.find_spec(spec.needs) is None:
             how = f"'jaxrl[{spec.extra}]'" if spec.extra else spec.needs
             raise ImportError(f"logger={name} needs {spec.needs}: pip install {how}")
@@ -233,7 +234,8 @@ def check_loggers(names: tuple[str, ...]) -> None:
 
 def open_loggers(names: tuple[str, ...], run_dir: Path, project: str, config: dict[str, Any]) -> list[Any]:
     """The chosen loggers, opened (metrics.csv is always written by MetricsCSV)."""
-    return [_LOGGERS[n].opens(run_dir, project, config) for n in names if _LOGGERS[n].opens is not None]
+    specs = logger_specs()
+    return [specs[n].opens(run_dir, project, config) for n in names if specs[n].opens is not None]
 
 
 register_logger("csv", None)

@@ -1,2 +1,2 @@
-"""Spreading a run: devices and env groups (`mesh`), several hosts (`distributed`), and sweeps of
-settings trained as one program (`sweep`)."""
+"""Spreading a run: devices and env groups (`mesh`) and several hosts (`distributed`). A sweep of settings
+trained as one program is part of the config (`jaxrl.config.sweep`)."""

@@ -22,28 +22,8 @@ import os
 from pathlib import Path
 from typing import Any
 
+from jaxrl.config.schema import check_distributed
 from jaxrl.errors import ConfigError
-
-
-def check_distributed(cfg: Any) -> None:
-    """The multi-host settings as written: set only with distributed=true, and in range."""
-    given = [n for n in ("coordinator_address", "num_processes", "process_id") if getattr(cfg, n) is not None]
-    if given and not cfg.distributed:
-        raise ConfigError(f"{given[0]}={getattr(cfg, given[0])} is set but distributed=false: add distributed=true")
-    address = cfg.coordinator_address
-    if address is not None:
-        host, _, port = str(address).rpartition(":")
-        if not host or not port.isdigit() or not 0 < int(port) < 65536:
-            raise ConfigError(f"coordinator_address={address} is invalid: HOST:PORT of process 0, e.g. node001:1234")
-    n, i = cfg.num_processes, cfg.process_id
-    for name, value in (("num_processes", n), ("process_id", i)):
-        if value is not None and (not isinstance(value, int) or isinstance(value, bool)):
-            raise ConfigError(f"{name}={value} is invalid: must be an integer")
-    if n is not None and not 1 <= n <= 65536:
-        raise ConfigError(f"num_processes={n} is invalid: a number of processes from 1 to 65536")
-    if i is not None and (i < 0 or (n is not None and i >= n)):
-        top = f"{n - 1}" if n is not None else "num_processes - 1"
-        raise ConfigError(f"process_id={i} is invalid: an index from 0 to {top}")
 
 
 def _env_int(name: str) -> int | None:

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from jaxrl.config.compose import compose_config
-from jaxrl.opponents.pool import Pool, grouped_apply
+from jaxrl.core.pool import Pool, grouped_apply
 from jaxrl.run import build
 from tests.run.test_checkpoint import assert_same_state, steps, train
 

@@ -7,6 +7,7 @@ from typing import ClassVar
 import pytest
 from PIL import Image
 
+from jaxrl.config.registry import LOGGERS
 from jaxrl.run import loggers
 from jaxrl.train import main
 
@@ -161,7 +162,7 @@ class ListLog:
 
 
 def test_a_registered_logger_gets_every_chunks_row_and_is_closed(tmp_path, monkeypatch, capsys):
-    monkeypatch.setattr(loggers, "_LOGGERS", dict(loggers._LOGGERS))  # the registration ends with the test
+    monkeypatch.setattr(LOGGERS, "_entries", LOGGERS.all())  # the registration ends with the test
     loggers.register_logger("list", ListLog)
     assert main([*RUN, "logger=[list,csv]", f"run_dir={tmp_path / 'run'}", "progress=false"]) == 0
     (log,) = ListLog.opened[-1:]
@@ -177,7 +178,7 @@ def test_a_registered_logger_gets_every_chunks_row_and_is_closed(tmp_path, monke
 
 
 def test_a_logger_whose_package_is_missing_names_it_and_its_extra(monkeypatch):
-    monkeypatch.setattr(loggers, "_LOGGERS", dict(loggers._LOGGERS))
+    monkeypatch.setattr(LOGGERS, "_entries", LOGGERS.all())
     loggers.register_logger("mlflow", ListLog, needs="no_such_module_here", extra="mlflow")
     with pytest.raises(ImportError, match=r"logger=mlflow needs no_such_module_here: pip install 'jaxrl\[mlflow\]'"):
         loggers.check_loggers(("csv", "mlflow"))

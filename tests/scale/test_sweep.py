@@ -1,4 +1,4 @@
-"""Sweeps as one program (`jaxrl.scale.sweep`): members ride the seed axis with traced hyperparameters.
+"""Sweeps as one program (`jaxrl.config.sweep`): members ride the seed axis with traced hyperparameters.
 
 Each member must train exactly as a separate run with its settings and the same seed (float
 leaves within rounding: a vmap batches the matmuls), the whole sweep must compile once, and the
@@ -17,9 +17,9 @@ import pytest
 import jaxrl
 from jaxrl.algos import base
 from jaxrl.config.schema import TrainConfig
+from jaxrl.config.sweep import Sweep, flatten, parse
 from jaxrl.config.validate import validate
 from jaxrl.run import build
-from jaxrl.scale.sweep import Sweep, flatten, parse
 from jaxrl.train import main as train_main
 from tests.helpers import count_traces, difference, env_config
 

@@ -1,0 +1,252 @@
+"""Self-play (`opponents=selfplay`): the bots' seats of the arena or the grid played by the learner's own
+past policies, drawn per game from a pool of frozen snapshots on device (`jaxrl.core.pool`).
+
+Three pieces, each in the runner, so checkpoints, exact resume, sweeps and devices work as for any run:
+- `SelfPlayVector`, the env batch: the first `bot_share` of the worlds play the env's own bots;
+  in the others every game draws a pool slot when it starts and keeps it to its end, and the
+  opponents' recurrent state starts with the game. A game that started before the first snapshot
+  plays the bots to its end.
+- the pool (`Seats.pool`, in the envs' state, replicated over devices): K snapshots, their running win
+  rates against the learner;
+- `SelfPlay`, the algorithm around the learner's own: after each update it folds the games' results
+  into the pool and pushes a snapshot every `snapshot_every` updates from `start` on.
+
+Cost: each step runs the opponents' forward pass over every self-play world's seats, the pool's
+slots sorted into segments (`pool.grouped_apply`). The bots' scripts run only in worlds that play
+them: with one seed, a `cond` skips them (and the pool's pass while it is empty); with several
+seeds jax turns those conds into selects, and both run.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+from flax import struct
+
+from jaxrl.core.pool import SPARE, Pool, grouped_apply
+from jaxrl.core.stats import all_finite
+from jaxrl.core.vector import VectorEnv
+from jaxrl.errors import ConfigError
+
+DRAW_SALT = 0x5EED_0101  # the pool slot a new game draws (hashed from the world's step key)
+ACT_SALT = 0x5EED_0102  # the opponents' action noise
+
+
+@struct.dataclass
+class Seats:
+    """The env states of a self-play batch and who sits in each world's opponent seats, per world."""
+
+    env: Any  # (worlds, ...) the env's states
+    slot: jax.Array  # (worlds,) int32, the pool slot this game's opponents play; -1: the env's bots
+    carry: Any  # (worlds, seats, ...) the opponents' recurrent state (None: feed-forward)
+    wins: jax.Array  # (worlds, slots + 1) float32, opponent wins (draws half) per slot since the last update's
+    #   fold; the last column: the bots' wins in the games they played
+    games: jax.Array  # (worlds, slots + 1) float32, games ended per slot (and against the bots) since then
+    pool: Pool | None = None  # the snapshots (no worlds axis; `SelfPlay` fills it in after the first reset)
+
+
+def check_env(env: Any) -> None:
+    """ConfigError unless `env` has opponent seats self-play can fill."""
+    slots = getattr(env, "opponent_slots", None)
+    if slots is None:
+        raise ConfigError(
+            f"opponents=selfplay needs an env with opponents: env=arena or env=grid with env.num_bots >= 1"
+            f" (env={getattr(env, 'name', env)} has none)"
+        )
+    if slots < 1:
+        raise ConfigError(
+            "opponents=selfplay needs opponent seats: env.num_snakes above env.num_agents (arena),"
+            " or env.num_bots >= 1 (grid)"
+        )
+
+
+class SelfPlayVector(VectorEnv):
+    """`num_envs` worlds of `env`, their opponents' seats played by the pool (see the module doc)."""
+
+    def __init__(self, env: Any, num_envs: int, scores: Any, sampled: bool, initial_carry: Any, settings: Any):
+        """`scores(params, carry, obs) -> (carry, per-action scores)`: the learner's (`Algorithm.action_scores`),
+        acted on by argmax, after Gumbel noise when `sampled`."""
+        super().__init__(env, num_envs)
+        self.versus = env.versus()
+        self.seats = env.opponent_slots
+        self.scores, self.sampled, self.initial_carry = scores, sampled, initial_carry
+        self.settings = settings
+        self.slots = settings.pool_size + SPARE  # the pool's slots (`Pool.empty`)
+        self.bot_worlds = round(settings.bot_share * num_envs)  # worlds 0 .. bot_worlds-1 play the bots
+
+    def _carry(self, worlds: int) -> Any:
+        carry = self.initial_carry(worlds * self.seats)
+        return None if carry is None else jax.tree.map(lambda c: c.reshape(worlds, self.seats, *c.shape[1:]), carry)
+
+    def _draw(self, keys: jax.Array, pool: Pool | None) -> jax.Array:
+        """(worlds,) the slots of games starting now in the self-play worlds (-1 in the bots' worlds)."""
+        worlds = jnp.arange(keys.shape[0])
+        if pool is None:
+            return jnp.full(keys.shape[0], -1, jnp.int32)
+        u = jax.vmap(lambda k: self.env.uniform(k, DRAW_SALT, 1)[0])(keys)
+        slot = pool.draw(u, pool.weights(self.settings.sampling, self.settings.priority_power))
+        return jnp.where(worlds >= self.bot_worlds, slot, -1)
+
+    def reset(self, key: jax.Array, params: Any, pool: Pool | None = None) -> tuple[jax.Array, Seats]:
+        """Fresh worlds; their games draw from `pool` (None: the bots, and `Seats.pool` stays empty)."""
+        keys = jax.random.split(key, self.num_envs)
+        obs, state = jax.vmap(self.env.reset, in_axes=(0, None))(keys, params)
+        zeros = jnp.zeros((self.num_envs, self.slots + 1), jnp.float32)
+        seats = Seats(state, self._draw(keys, pool), self._carry(self.num_envs), zeros, zeros, pool)
+        return self._flat(obs), seats
+
+    def step(self, keys: jax.Array, state: Seats, action: jax.Array, params: Any):
+        """As `VectorEnv.step`, the opponents drawn from `state.pool`."""
+        pool = state.pool
+        if pool is None:
+            raise ValueError("a self-play batch steps with a pool in its state (SelfPlay.init puts it there)")
+        split = self.bot_worlds
+        if self.num_agents > 1:
+            action = action.reshape((self.num_envs, self.num_agents, *action.shape[1:]))
+        part = lambda tree, lo, hi: jax.tree.map(lambda x: x[lo:hi], tree)
+        outs = []
+        if split:
+            outs.append(
+                jax.vmap(self.env.step, in_axes=(0, 0, 0, None))(
+                    keys[:split], part(state.env, 0, split), action[:split], params
+                )
+            )
+        envs = part(state.env, split, None)
+        slot = state.slot[split:]
+        carry = None if state.carry is None else part(state.carry, split, None)
+        carry, opp_action = self._opponents(keys[split:], envs, slot, carry, pool)
+        learner = action[split:].reshape(-1, self.num_agents)
+        full = jnp.concatenate([learner, opp_action.astype(learner.dtype)], axis=1)
+        outs.append(jax.vmap(self.versus.step, in_axes=(0, 0, 0, None))(keys[split:], envs, full, params))
+        obs, env_state, reward, terminated, truncated, info = (
+            outs[0] if len(outs) == 1 else jax.tree.map(lambda *xs: jnp.concatenate(xs), *outs)
+        )
+        done = terminated | truncated
+        # Results of the self-play games that ended, then the next games' slots and fresh opponent state.
+        ended = done[split:]
+        lost = 1.0 - self.env.learner_result(info)  # (worlds,), read where a game ended
+        column = jnp.where(state.slot >= 0, state.slot, self.slots)  # the bots' games count in the last column
+        hot = (column[:, None] == jnp.arange(self.slots + 1)[None, :]) & done[:, None]
+        wins = state.wins + jnp.where(hot, lost[:, None], 0.0)
+        games = state.games + hot.astype(jnp.float32)
+        new_slot = jnp.where(done, self._draw(keys, pool), state.slot)
+        if carry is not None:
+            fresh = self._carry(self.num_envs - split)
+            expand = lambda x: ended.reshape(ended.shape + (1,) * (x.ndim - 1))
+            carry = jax.tree.map(lambda c, f: jnp.where(expand(c), f, c), carry, fresh)
+            carry = jax.tree.map(lambda old, new: old.at[split:].set(new), state.carry, carry)
+        seats = Seats(env_state, new_slot, carry, wins, games, pool)
+        info = {**info, "final_observation": self._flat(info["final_observation"]), "world_done": done}
+        return (
+            self._flat(obs),
+            seats,
+            self._flat(reward),
+            self._per_agent(terminated),
+            self._per_agent(truncated),
+            info,
+        )
+
+    def _opponents(self, keys: jax.Array, envs: Any, slot: jax.Array, carry: Any, pool: Pool) -> tuple[Any, jax.Array]:
+        """(carry, (worlds, seats) actions) of the opponents: the pool's slot where a game has one, the
+        env's bots where it has none. Each side is computed only when some world needs it (one seed)."""
+        worlds = slot.shape[0]
+        zeros = jnp.zeros((worlds, self.seats), jnp.int32)
+
+        def pooled() -> tuple[Any, jax.Array]:
+            obs = jax.vmap(self.env.opponent_obs)(envs)
+            out_carry, scores = grouped_apply(self.scores, pool.params, slot, obs, carry)
+            if self.sampled:  # Gumbel-max from the env's key hash: a threefry call per segment cost more than the net
+                u = jax.vmap(lambda k: self.env.uniform(k, ACT_SALT, scores[0].size))(keys).reshape(scores.shape)
+                scores = scores - jnp.log(-jnp.log(jnp.clip(u, 1e-7, 1.0 - 1e-7)))
+            return out_carry, jnp.argmax(scores, axis=-1).astype(jnp.int32)
+
+        def scripted() -> jax.Array:
+            return jax.vmap(self.env.opponent_actions)(keys, envs).astype(jnp.int32)
+
+        out_carry, from_pool = jax.lax.cond(jnp.any(slot >= 0), pooled, lambda: (carry, zeros))
+        from_bots = jax.lax.cond(jnp.any(slot < 0), scripted, lambda: zeros)
+        return out_carry, jnp.where((slot >= 0)[:, None], from_pool, from_bots)
+
+
+class SelfPlayEnv:
+    """The env as a self-play learner sees it: the env itself, batched as a `SelfPlayVector`."""
+
+    def __init__(self, env: Any, scores: Any, sampled: bool, initial_carry: Any, settings: Any):
+        self.base, self.scores, self.sampled, self.initial_carry, self.settings = (
+            env,
+            scores,
+            sampled,
+            initial_carry,
+            settings,
+        )
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.base, name)
+
+    def vectorized(self, num_envs: int) -> SelfPlayVector:
+        return SelfPlayVector(self.base, num_envs, self.scores, self.sampled, self.initial_carry, self.settings)
+
+
+class SelfPlay:
+    """An algorithm whose envs play a pool of its own past policies (the `Algorithm` protocol, delegating)."""
+
+    def __init__(self, algo: Any, settings: Any):
+        self.algo, self.settings = algo, settings
+        self.num_updates, self.steps_per_update = algo.num_updates, algo.steps_per_update
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.algo, name)
+
+    def init(self, key: jax.Array, env_params: Any = None) -> Any:
+        runner = self.algo.init(key, env_params)
+        pool = Pool.empty(self.algo.policy_params(runner), self.settings.pool_size)
+        return runner.replace(envs=runner.envs.replace(state=runner.envs.state.replace(pool=pool)))
+
+    def update(self, runner: Any) -> tuple[Any, Any]:
+        runner, stats = self.algo.update(runner)
+        finite = stats.finite if stats.finite is not None else all_finite(stats.learner)
+        seats = runner.envs.state
+        wins, games = jnp.sum(seats.wins, axis=0), jnp.sum(seats.games, axis=0)
+        pool = seats.pool.record(wins[:-1], games[:-1])
+        seats = seats.replace(wins=jnp.zeros_like(seats.wins), games=jnp.zeros_like(seats.games), pool=pool)
+        runner = runner.replace(envs=runner.envs.replace(state=seats))
+        score = lambda won, n: jnp.where(n > 0, 1.0 - won / jnp.maximum(n, 1.0), jnp.nan)  # the learner's
+        played = jnp.sum(games[:-1])
+        against_pool = score(jnp.sum(wins[:-1]), played)
+        p = jnp.clip(against_pool, 0.01, 0.99)
+        learner = {
+            **stats.learner,
+            "pool_filled": jnp.sum(pool.active).astype(jnp.float32),
+            "pool_games": played,
+            "pool_score": against_pool,
+            "pool_rating": 400.0 * jnp.log10(p / (1.0 - p)),  # Elo points above the snapshots it met
+            "bots_games": games[-1],
+            "bots_score": score(wins[-1], games[-1]),
+        }
+        return self._push(runner), stats.replace(learner=learner, finite=finite)
+
+    def _push(self, runner: Any) -> Any:
+        """The runner with its policy pushed into the pool after update max(start, 1), then every snapshot_every
+        (never the initial weights)."""
+        s = self.settings
+        since = runner.update - max(s.start, 1)
+        when = (since >= 0) & (since % s.snapshot_every == 0)
+        seats = runner.envs.state
+        in_use = jnp.any(seats.slot[:, None] == jnp.arange(seats.pool.slots)[None, :], axis=0)
+        pool = seats.pool.push(self.algo.policy_params(runner), when, runner.update, in_use)
+        return runner.replace(envs=runner.envs.replace(state=seats.replace(pool=pool)))
+
+
+def wrap(factory: Any, cfg: Any, env: Any, env_params: Any) -> Any:
+    """The algorithm `factory(cfg, env, env_params)` builds, playing a pool of itself when cfg.opponents is
+    selfplay (the learner's own network, built once on the plain env, acts for the opponents)."""
+    if cfg.opponents != "selfplay":
+        return factory(cfg, env, env_params)
+    check_env(env)
+    plain = factory(cfg, env, env_params)
+    settings = cfg.selfplay
+    sampled = plain.sampled_scores and not settings.greedy
+    sp_env = SelfPlayEnv(env, plain.action_scores(), sampled, plain.initial_carry, settings)
+    return SelfPlay(factory(cfg, sp_env, env_params), settings)

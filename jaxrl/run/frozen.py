@@ -1,0 +1,82 @@
+"""Opponents from finished runs: `env.bot_policy=RUN_DIR` loads that run's greedy policy once and runs it on
+device inside the arena's step, beside the learner (the way to pit a new agent against last week's)."""
+
+from __future__ import annotations
+
+import functools
+import sys
+from pathlib import Path
+from typing import Any
+
+import jax
+
+from jaxrl.errors import ConfigError
+
+
+def with_frozen_bots(env: Any) -> Any:
+    """`env` with the greedy policy of its `bot_policy` run attached (`env.with_bot_policy`); unchanged when
+    it names none. ConfigError, one line, when the directory is not a finished arena run it can use."""
+    path = getattr(env, "bot_policy", "")
+    if not path:
+        return env
+    return env.with_bot_policy(frozen_policy(str(Path(path).expanduser().resolve()), env.observation_space().shape))
+
+
+@functools.cache
+def frozen_policy(run_dir: str, obs_shape: tuple[int, ...]) -> Any:
+    """`(obs, key) -> actions` of seed 0 (of a sweep's best member) of the newest checkpoint of `run_dir`,
+    greedy, its parameters closed over (constants of the compiled step). Loaded once per process."""
+    from jaxrl.config.compose import UsageError, resume_config
+    from jaxrl.config.schema import make_env
+    from jaxrl.run.checkpoint import Checkpointer, CheckpointError
+    from jaxrl.run.driver import Program
+    from jaxrl.run.rundir import run_files
+
+    where = f"env.bot_policy={run_dir}"
+    if not Path(run_dir).is_dir() or "checkpoints/" not in run_files(Path(run_dir)):
+        raise ConfigError(
+            f"{where} is not a jaxrl run with checkpoints (train one first: python -m jaxrl.train env=arena)"
+        )
+    try:
+        cfg, _, _ = resume_config(Path(run_dir), [], flag="env.bot_policy")
+    except UsageError as e:
+        raise ConfigError(f"{where}: {e}") from None
+    if cfg.env.name != "arena":
+        raise ConfigError(f"{where} trained on env={cfg.env.name}; a bot policy must come from an arena run")
+    cfg.env.bot_policy = ""  # its own opponents are not needed to act
+    env, env_params = make_env(cfg)
+    own = tuple(env.observation_space().shape[-3:])
+    if own != tuple(obs_shape[-3:]):
+        raise ConfigError(f"{where} sees {own} views; this arena's learners see {tuple(obs_shape[-3:])} (set env.view)")
+    program = Program(cfg, env, env_params)
+    if program.algo.initial_carry(1) is not None:
+        raise ConfigError(f"{where} has a recurrent policy; a bot policy must be feed-forward")
+    checkpoints = Checkpointer(Path(run_dir) / "checkpoints", reader=True)
+    try:
+        warn = lambda line: print(line, file=sys.stderr, flush=True)
+        _, runner, _ = checkpoints.restore_latest(program.abstract_runner(), warn=warn)
+    except CheckpointError as e:
+        raise ConfigError(f"{where}: {e}") from None
+    finally:
+        checkpoints.close()
+    member = best_member(Path(run_dir), program.sweep.size)
+    params = jax.tree.map(lambda x: x[member * cfg.num_seeds], program.algo.policy_params(runner))
+    params = jax.device_get(params)
+    policy = program.policy(greedy=True, member=member)
+
+    def act(obs: jax.Array, key: jax.Array) -> jax.Array:
+        return policy(params, None, obs, key)[1]
+
+    return act
+
+
+def best_member(run_dir: Path, size: int) -> int:
+    """A sweep's best member by its summary.json (0 without a sweep or a summary)."""
+    import json
+
+    if size == 1:
+        return 0
+    try:
+        return int(json.loads((run_dir / "summary.json").read_text()).get("best_member") or 0)
+    except (OSError, ValueError):
+        return 0
