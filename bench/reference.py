@@ -1,12 +1,13 @@
 """python -m bench.reference --against COMMIT: did a change move what a seed learns, on this machine?
 
-Runs the three short reference runs (Snake PPO, Snake DQN, the 4-agent grid: seed 3, a few chunks
-each) in this checkout and in COMMIT, one after the other on this machine, and compares their
-metrics rows. XLA's float code generation differs between CPUs, so a pinned figure only holds on
-the CPU that took it; two commits side by side on one machine need no pin. Use it when a change
-touches the hot path (env step, rollout, losses, the random stream). Prints a table and saves
-the rows and the verdict to `--out` (default bench-results/reference-<commit>.json). Exit code 0
-when every run gives the same rows, 1 when one differs, 2 on bad input.
+Runs the short reference runs (Snake PPO, DQN and PQN, the 4-agent grid, recurrent PPO on
+MemoryChain, self-play in the arena: seed 3, a few chunks each) in this checkout and in COMMIT, one
+after the other on this machine, and compares their metrics rows. XLA's float code generation differs
+between CPUs, so a pinned figure only holds on the CPU that took it; two commits side by side on one
+machine need no pin. Use it when a change touches the hot path (env step, rollout, losses, the random
+stream). Prints a table and saves the rows and the verdict to `--out` (default
+bench-results/reference-<commit>.json). Exit code 0 when every run gives the same rows, 1 when one
+differs, 2 on bad input.
 
     python -m bench.reference --against HEAD~1
     python -m bench.reference --against main --runs snake_ppo
@@ -45,6 +46,18 @@ RUNS = {
         "total_timesteps": 4.1e4,
         "seed": 3,
         "num_chunks": 5,
+    },
+    "snake_pqn": {"env": "snake", "algo": "pqn", "total_timesteps": 6e4, "seed": 3, "num_chunks": 3},
+    "memory_chain_gru": {"env": "MemoryChain-bsuite", "total_timesteps": 2e4, "seed": 3, "num_chunks": 3},
+    "arena_selfplay": {
+        "env": "arena",
+        "opponents": "selfplay",
+        "selfplay.snapshot_every": 1,
+        "num_envs": 16,
+        "algo.num_steps": 16,
+        "total_timesteps": 4096,
+        "seed": 3,
+        "num_chunks": 4,
     },
 }
 
@@ -150,7 +163,7 @@ def main(argv: list[str] | None = None) -> int:
     result["cpu"] = cpu_signature()
     print(f"this checkout against {result['against'][:10]} on {result['cpu']}:")
     for name, r in result["runs"].items():
-        print(f"  {name:14s} {'same rows' if r['difference'] is None else 'DIFFERS at ' + r['difference']}")
+        print(f"  {name:16s} {'same rows' if r['difference'] is None else 'DIFFERS at ' + r['difference']}")
     out = Path(args.out) if args.out else Path(RESULTS) / f"reference-{result['against'][:10]}.json"
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(result, indent=1))

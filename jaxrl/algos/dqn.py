@@ -18,17 +18,17 @@ import jax.numpy as jnp
 import optax
 from flax import struct
 
-from jaxrl.algos.base import Allocation, register
+from jaxrl.algos.base import Allocation, Base, EpsilonGreedy, register
 from jaxrl.algos.common import feed_forward_only, linear_epsilon, q_network
-from jaxrl.config.schema import ConfigError, TrainConfig, agents_per_world, env_groups, float32
+from jaxrl.config.schema import AlgoConfig, ConfigError, TrainConfig, agents_per_world, env_groups, float32
 from jaxrl.config.validate import in_range, positive
-from jaxrl.core import rollout, vector
+from jaxrl.core import rollout
 from jaxrl.core.replay import Batch, ReplayBuffer, ReplayState
 from jaxrl.core.stats import UpdateStats, all_finite, global_norm
 
 
 @dataclass
-class DQNConfig:
+class DQNConfig(AlgoConfig):
     """Deep Q-learning with an on-device replay buffer, target network, n-step returns and double DQN.
 
     One update collects `train_freq` env steps per seed (or one vector step when num_envs is
@@ -37,8 +37,7 @@ class DQNConfig:
     """
 
     name: str = "dqn"  # algorithm id
-    lr: float = 2.5e-4  # Adam learning rate (start of the schedule when annealed)
-    anneal_lr: bool = False  # decay the learning rate linearly to 0 over training
+    hidden: list[int] = field(default_factory=lambda: [120, 84])  # dense layer widths (after convs for cnn)
     # replay capacity in transitions per seed, one per agent per env step (rounded down to whole vector steps)
     buffer_size: int = 10_000
     batch_size: int = 128  # transitions per gradient step
@@ -50,17 +49,10 @@ class DQNConfig:
     epsilon_start: float = 1.0  # exploration rate at the start
     epsilon_end: float = 0.05  # exploration rate after the decay
     epsilon_decay: float = 0.5  # fraction of total_timesteps over which epsilon falls linearly
-    gamma: float = 0.99  # discount
     n_step: int = 1  # n-step returns (1: one-step TD)
     double: bool = True  # double DQN: the online net picks the next action, the target net values it
-    max_grad_norm: float = 10.0  # global gradient-norm clip
     adam_eps: float = 1e-8  # Adam's epsilon: larger makes the steps shrink with the gradients once they get tiny
     huber_delta: float = 1.0  # Huber loss threshold
-    network: str = "mlp"  # mlp | cnn (a recurrent network needs sequence replay, which DQN does not have)
-    hidden: list[int] = field(default_factory=lambda: [120, 84])  # dense layer widths (after convs for cnn)
-    channels: list[int] = field(default_factory=lambda: [16, 32])  # 3x3 conv channels (cnn only)
-    activation: str = "relu"  # tanh | relu | gelu | silu
-    layer_norm: bool = False  # LayerNorm between each dense layer of the torso and its activation
 
     def validate(self, cfg: TrainConfig) -> None:
         """ConfigError naming the first DQN setting out of range, or a replay too small for one update."""
@@ -164,18 +156,15 @@ def interval_crossed(update: jax.Array, steps_per_update: int, interval: int) ->
     return rem >= interval - steps_per_update
 
 
-class DQN:
+class DQN(EpsilonGreedy, Base):
     """Static pieces of a DQN run: env, Q-network, optimizer, replay layout and derived sizes."""
 
     def __init__(self, cfg: TrainConfig, env: Any, env_params: Any):
-        self.cfg, self.algo = cfg, cfg.algo
-        self.env, self.env_params = env, env_params
-        self.vec = vector.make(env, cfg.num_envs)  # several agents per world are extra streams, one Q-network
+        super().__init__(cfg, env, env_params)
         obs_space, self.network = q_network(cfg, self.vec, env_params)
         self.num_actions, self.obs_shape = self.network.num_actions, tuple(obs_space.shape)
         self.vector_steps, self.gradient_steps = schedule(cfg.num_envs, self.algo.train_freq, self.algo.gradient_steps)
         self.buffer = ReplayBuffer.for_space(self.algo.buffer_size, self.vec.streams, obs_space)
-        self.groups = env_groups(cfg)  # env groups that sample their own replay columns (jaxrl.core.groups)
         self.optimizer = self.optimizer_with(self.algo.lr)  # its state; each step runs at `learning_rate`
 
     # -- derived sizes -----------------------------------------------------------------------
@@ -184,10 +173,6 @@ class DQN:
     def steps_per_update(self) -> int:
         """Env steps per update per seed."""
         return self.vector_steps * self.cfg.num_envs
-
-    @property
-    def num_updates(self) -> int:
-        return max(1, int(self.cfg.total_timesteps) // self.steps_per_update)
 
     @property
     def first_learning_update(self) -> int:
@@ -225,43 +210,6 @@ class DQN:
 
     # -- acting --------------------------------------------------------------------------------
 
-    def act(self, params: Any, obs: jax.Array, key: jax.Array, epsilon: jax.Array) -> jax.Array:
-        """Epsilon-greedy actions for a batch of observations."""
-        return self.act_with(params, obs, self.exploration(key, obs.shape[:1]), epsilon)
-
-    def exploration(self, key: jax.Array, batch: tuple[int, ...]) -> tuple[jax.Array, jax.Array]:
-        """The draws epsilon-greedy acting needs for `batch` actions, made at once: (uniform, random action)."""
-        explore_key, random_key = jax.random.split(key)
-        return jax.random.uniform(explore_key, batch), jax.random.randint(random_key, batch, 0, self.num_actions)
-
-    def act_with(
-        self, params: Any, obs: jax.Array, draws: tuple[jax.Array, jax.Array], epsilon: jax.Array
-    ) -> jax.Array:
-        """Epsilon-greedy actions from pre-drawn `exploration` draws."""
-        explore, random = draws
-        greedy = jnp.argmax(self.network.apply(params, obs), axis=-1)
-        return jnp.where(explore < epsilon, random, greedy)
-
-    def initial_carry(self, batch: int) -> None:
-        """Feed-forward Q-network: no carry."""
-        return
-
-    def policy_params(self, runner: DQNRunner) -> Any:
-        return runner.params
-
-    def policy(self, greedy: bool = True):
-        """`(params, carry, obs, key) -> (carry, actions)`: greedy in Q, or epsilon-greedy at the final rate."""
-        if greedy:
-            return lambda params, carry, obs, key: (carry, jnp.argmax(self.network.apply(params, obs), axis=-1))
-        epsilon = jnp.float32(self.algo.epsilon_end)
-        return lambda params, carry, obs, key: (carry, self.act(params, obs, key, epsilon))
-
-    sampled_scores = False  # `action_scores` are Q-values: opponents take their argmax
-
-    def action_scores(self):
-        """`(params, carry, obs) -> (carry, Q-values)` (self-play's opponents act greedily on them)."""
-        return lambda params, carry, obs: (carry, self.network.apply(params, obs))
-
     def env_step(self, runner: DQNRunner, draws: tuple[jax.Array, Any], epsilon: jax.Array):
         """Act in every env once (epsilon-greedy) and write the step into the replay buffer."""
         env_keys, exploration = draws
@@ -286,11 +234,8 @@ class DQN:
         loss = optax.huber_loss(q_taken, target, delta=self.algo.huber_delta).mean()
         return loss, {"loss": loss, "q_mean": q_taken.mean()}
 
-    def optimizer_with(self, lr: float | jax.Array) -> optax.GradientTransformation:
-        """Gradient clipping and Adam at learning rate `lr`. Annealed, `lr` is traced and passed as a
-        constant schedule, so the optimizer state keeps the layout checkpoints were written with."""
-        rate = (lambda _: lr) if self.algo.anneal_lr else lr
-        return optax.chain(optax.clip_by_global_norm(self.algo.max_grad_norm), optax.adam(rate, eps=self.algo.adam_eps))
+    def base_optimizer(self, rate: Any) -> optax.GradientTransformation:
+        return optax.adam(rate, eps=self.algo.adam_eps)
 
     def learning_rate(self, update: jax.Array, step: jax.Array) -> float | jax.Array:
         """The learning rate of gradient step `step` of update `update`: lr, or, annealed, linear from lr at

@@ -5,15 +5,15 @@ derived sizes. `init(key)` builds a `PPORunner`, `update(runner)` collects one r
 from it in minibatches of transitions.
 
 A recurrent network (`algo.network=gru|lstm`) is `RecurrentPPO` (`jaxrl.algos.recurrent_ppo`), a
-subclass that overrides the few steps a carried memory changes; `algo=ppo` is registered there,
-its factory picking the class by `algo.network`. The config (`PPOConfig`) and the sizes it checks
-serve both and stay here.
+subclass that overrides the few steps a carried memory changes and adds itself to `VARIANTS`; `algo=ppo`
+is registered here, its factory picking the class by `algo.network`. The config (`PPOConfig`) and the
+sizes it checks serve both.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import flax.linen as nn
@@ -23,46 +23,40 @@ import optax
 from flax import struct
 from gymnax.environments import spaces
 
-from jaxrl.algos.base import Allocation
+from jaxrl.algos.base import Allocation, Base, register
 from jaxrl.algos.common import epoch_rates, truncated_values
-from jaxrl.config.schema import ConfigError, TrainConfig, agents_per_world, env_groups
+from jaxrl.config.schema import AlgoConfig, ConfigError, TrainConfig, agents_per_world, env_groups
 from jaxrl.config.validate import in_range, non_negative, positive
-from jaxrl.core import groups, losses, networks, rollout, shuffle, vector
+from jaxrl.core import groups, losses, networks, rollout, shuffle
 from jaxrl.core.precision import compute_dtype
 from jaxrl.core.replay import ObsCodec
 from jaxrl.core.stats import UpdateStats, all_finite, global_norm
 
 
 @dataclass
-class PPOConfig:
+class PPOConfig(AlgoConfig):
     """Proximal Policy Optimization with GAE, clipped value loss and LR annealing."""
 
     name: str = "ppo"  # algorithm id
-    lr: float = 2.5e-4  # Adam learning rate (start of the schedule when annealed)
     anneal_lr: bool = True  # decay the learning rate linearly to 0 over training
+    max_grad_norm: float = 0.5  # global gradient-norm clip
+    activation: str = "tanh"  # tanh | relu | gelu | silu
     num_steps: int = 128  # rollout length per env per update
     update_epochs: int = 4  # passes over each rollout
     num_minibatches: int = 4  # minibatches per epoch (times env.num_agents); must divide num_envs * num_steps
     minibatch_size: Any = None  # transitions per minibatch (replaces num_minibatches): an integer, or auto
-    gamma: float = 0.99  # discount
     gae_lambda: float = 0.95  # GAE lambda
     clip_eps: float = 0.2  # PPO ratio clip (and value clip)
     clip_value: bool = True  # clip the value update like the policy ratio
     ent_coef: float = 0.01  # entropy bonus weight
     vf_coef: float = 0.5  # value loss weight
-    max_grad_norm: float = 0.5  # global gradient-norm clip
     normalize_advantages: bool = True  # per-minibatch advantage normalization
     normalize_obs: bool = False  # normalize observations by running mean/std (clipped to +-10), like VecNormalize
     reward_scale: float = 1.0  # rewards are multiplied by this for learning (metrics stay raw)
-    network: str = "mlp"  # mlp | cnn | gru | lstm (recurrent: torso, then the cell, then the heads)
     torso: str = "mlp"  # recurrent only: mlp | cnn | none, the feed-forward layers before the cell
     rnn_hidden: int = 128  # recurrent only: units of the GRU/LSTM cell
     bptt_horizon: Any = None  # recurrent only: steps per training sequence (default: num_steps); divides num_steps
-    hidden: list[int] = field(default_factory=lambda: [64, 64])  # dense layer widths (after convs for cnn)
-    channels: list[int] = field(default_factory=lambda: [16, 32])  # 3x3 conv channels (cnn only)
-    activation: str = "tanh"  # tanh | relu | gelu | silu
     shared_torso: bool = False  # one torso for actor and critic (half the compute) instead of two
-    layer_norm: bool = False  # LayerNorm between each dense layer of the torso and its activation
 
     def validate(self, cfg: TrainConfig) -> None:
         """ConfigError naming the first PPO setting out of range or not dividing the rollout."""
@@ -208,13 +202,11 @@ class Transition:
     truncated: jax.Array
 
 
-class PPO:
+class PPO(Base):
     """Static pieces of a feed-forward PPO run: env, network, optimizer and derived sizes."""
 
     def __init__(self, cfg: TrainConfig, env: Any, env_params: Any):
-        self.cfg, self.algo = cfg, cfg.algo
-        self.env, self.env_params = env, env_params
-        self.vec = vector.make(env, cfg.num_envs)  # several agents per world are extra streams, one network
+        super().__init__(cfg, env, env_params)
         action_space = self.vec.action_space(env_params)  # one agent's
         self.continuous = isinstance(action_space, spaces.Box)
         if self.continuous:
@@ -227,7 +219,6 @@ class PPO:
         # Rollout observations are stored bit-packed when binary (Snake, the grid): 38 bytes of a
         # 10x10x3 board instead of 300, unpacked per minibatch where the network reads them.
         self.obs_codec = ObsCodec.for_space(obs_space)
-        self.groups = env_groups(cfg)  # env groups that shuffle on their own (jaxrl.core.groups)
         self.num_minibatches = minibatches(cfg)
         self.optimizer = self.optimizer_with(self.algo.lr)  # its state; each step runs at `learning_rates`
 
@@ -273,11 +264,6 @@ class PPO:
         size, rest = divmod(self.batch_size, self.num_minibatches)
         assert rest == 0, f"{self.num_minibatches} minibatches must divide {self.batch_size}"
         return size
-
-    @property
-    def num_updates(self) -> int:
-        """Updates in the run (total_timesteps rounded down to whole updates)."""
-        return max(1, int(self.cfg.total_timesteps) // self.steps_per_update)
 
     def memory(self) -> list[Allocation]:
         """The rollout storage of one update (observations, actions, log-probs, values, rewards, flags)."""
@@ -332,10 +318,6 @@ class PPO:
     def value(self, params: Any, obs_stats: ObsStats | None, carry: Any, obs: jax.Array) -> jax.Array:
         """The critic's value of a batch of observations (the critic alone; no carry)."""
         return self.network.apply(params, self.prepare(obs_stats, obs), method="value")
-
-    def initial_carry(self, batch: int) -> Any:
-        """Feed-forward network: no carry."""
-        return None
 
     def policy_params(self, runner: PPORunner) -> tuple[Any, ObsStats | None]:
         """The network parameters and the observation statistics the policy acts with."""
@@ -452,13 +434,12 @@ class PPO:
         _, pi, value = self.forward(params, obs_stats, None, obs)
         return pi, value
 
+    def base_optimizer(self, rate: Any) -> optax.GradientTransformation:
+        return optax.adam(rate, eps=1e-5)
+
     def optimizer_with(self, lr: float | jax.Array) -> optax.GradientTransformation:
-        """Gradient clipping and Adam at learning rate `lr`. Annealed, `lr` is traced and passed as a
-        constant schedule, so the optimizer state keeps the layout checkpoints were written with."""
-        rate = (lambda _: lr) if self.algo.anneal_lr else lr
-        return optax.flatten(
-            optax.chain(optax.clip_by_global_norm(self.algo.max_grad_norm), optax.adam(rate, eps=1e-5))
-        )
+        """`Base`'s, its state flattened into one vector per moment (the layout PPO's checkpoints hold)."""
+        return optax.flatten(super().optimizer_with(lr))
 
     def learning_rates(self, update: jax.Array) -> jax.Array:
         """(update_epochs, num_minibatches) learning rates of update `update`'s optimizer steps: lr, or,
@@ -530,3 +511,16 @@ def policy_outputs(action_space: Any) -> int:
     if isinstance(action_space, spaces.Box):
         return int(math.prod(action_space.shape))
     return int(action_space.n)
+
+
+# algo.network -> the PPO subclass that runs it; jaxrl/algos/recurrent_ppo.py adds gru and lstm (the registry's
+# first read imports every module of jaxrl/algos, that one with them).
+VARIANTS: dict[str, type[PPO]] = {}
+
+
+def make_ppo(cfg: TrainConfig, env: Any, env_params: Any) -> PPO:
+    """`algo=ppo`: the variant registered for `algo.network` (`RecurrentPPO` for gru|lstm), else `PPO`."""
+    return VARIANTS.get(cfg.algo.network, PPO)(cfg, env, env_params)
+
+
+register("ppo", PPOConfig, make_ppo, doc="PPO: clipped surrogate, GAE, minibatch SGD over each rollout")

@@ -17,38 +17,31 @@ import jax.numpy as jnp
 import optax
 from flax import struct
 
-from jaxrl.algos.base import Allocation, register
+from jaxrl.algos.base import Allocation, Base, EpsilonGreedy, register
 from jaxrl.algos.common import epoch_rates, feed_forward_only, linear_epsilon, q_network, truncated_values
-from jaxrl.config.schema import ConfigError, TrainConfig, agents_per_world, env_groups
+from jaxrl.config.schema import AlgoConfig, ConfigError, TrainConfig, agents_per_world, env_groups
 from jaxrl.config.validate import in_range, positive
-from jaxrl.core import groups, losses, rollout, shuffle, vector
+from jaxrl.core import groups, losses, rollout, shuffle
 from jaxrl.core.replay import ObsCodec
 from jaxrl.core.stats import UpdateStats, all_finite, global_norm
 
 
 @dataclass
-class PQNConfig:
+class PQNConfig(AlgoConfig):
     """Parallel Q-learning: Q(lambda) over each rollout, LayerNorm, epsilon-greedy, no replay, no target network."""
 
     name: str = "pqn"  # algorithm id
-    lr: float = 2.5e-4  # RAdam learning rate (start of the schedule when annealed)
-    anneal_lr: bool = False  # decay the learning rate linearly to 0 over training
+    hidden: list[int] = field(default_factory=lambda: [128, 128])  # dense layer widths (after convs for cnn)
+    layer_norm: bool = True  # LayerNorm between each dense layer and its activation (PQN's stabilizer)
     num_steps: int = 32  # rollout length per env per update
     update_epochs: int = 4  # passes over each rollout
     num_minibatches: int = 4  # minibatches per epoch (times env.num_agents); must divide num_envs * num_steps
-    gamma: float = 0.99  # discount
     q_lambda: float = 0.65  # lambda of the Q(lambda) returns (0: one-step targets, 1: Monte Carlo to the rollout's end)
     epsilon_start: float = 1.0  # exploration rate at the start
     epsilon_end: float = 0.05  # exploration rate after the decay
     epsilon_decay: float = 0.2  # fraction of total_timesteps over which epsilon falls linearly
-    max_grad_norm: float = 10.0  # global gradient-norm clip
     adam_eps: float = 1e-8  # RAdam's epsilon: larger makes the steps shrink with the gradients once they get tiny
     reward_scale: float = 1.0  # rewards are multiplied by this for learning (metrics stay raw)
-    network: str = "mlp"  # mlp | cnn
-    hidden: list[int] = field(default_factory=lambda: [128, 128])  # dense layer widths (after convs for cnn)
-    channels: list[int] = field(default_factory=lambda: [16, 32])  # 3x3 conv channels (cnn only)
-    activation: str = "relu"  # tanh | relu | gelu | silu
-    layer_norm: bool = True  # LayerNorm between each dense layer and its activation (PQN's stabilizer)
 
     def validate(self, cfg: TrainConfig) -> None:
         """ConfigError naming the first PQN setting out of range or not dividing the rollout."""
@@ -95,18 +88,15 @@ class Transition:
     next_q: jax.Array  # max_a Q of the observation the step reached (see `PQN.collect`)
 
 
-class PQN:
+class PQN(EpsilonGreedy, Base):
     """Static pieces of a PQN run: env, Q-network, optimizer and derived sizes."""
 
     def __init__(self, cfg: TrainConfig, env: Any, env_params: Any):
-        self.cfg, self.algo = cfg, cfg.algo
-        self.env, self.env_params = env, env_params
-        self.vec = vector.make(env, cfg.num_envs)  # several agents per world are extra streams, one Q-network
+        super().__init__(cfg, env, env_params)
         obs_space, self.network = q_network(cfg, self.vec, env_params)
         self.num_actions, self.obs_shape = self.network.num_actions, tuple(obs_space.shape)
         self.obs_codec = ObsCodec.for_space(obs_space)
         self.num_minibatches = self.algo.num_minibatches * agents_per_world(cfg)
-        self.groups = env_groups(cfg)  # env groups that shuffle on their own (jaxrl.core.groups)
         self.optimizer = self.optimizer_with(self.algo.lr)
 
     # -- derived sizes -------------------------------------------------------------------------
@@ -124,10 +114,6 @@ class PQN:
     def steps_per_update(self) -> int:
         """Env (world) steps per update per seed."""
         return self.cfg.num_envs * self.algo.num_steps
-
-    @property
-    def num_updates(self) -> int:
-        return max(1, int(self.cfg.total_timesteps) // self.steps_per_update)
 
     def memory(self) -> list[Allocation]:
         """The rollout storage of one update."""
@@ -148,36 +134,6 @@ class PQN:
         envs = rollout.reset(self.vec, reset_key, env_params)
         params = self.network.init(net_key, envs.obs[:1])
         return PQNRunner(params, self.optimizer.init(params), envs, key, jnp.zeros((), jnp.int32))
-
-    def initial_carry(self, batch: int) -> None:
-        """Feed-forward Q-network: no carry."""
-        return
-
-    def policy_params(self, runner: PQNRunner) -> Any:
-        return runner.params
-
-    def policy(self, greedy: bool = True):
-        """`(params, carry, obs, key) -> (carry, actions)`: greedy in Q, or epsilon-greedy at the final rate."""
-
-        def act(params: Any, carry: Any, obs: jax.Array, key: jax.Array):
-            greedy_action = jnp.argmax(self.network.apply(params, obs), axis=-1)
-            if greedy:
-                return carry, greedy_action
-            explore, random = self.exploration(key, obs.shape[:1])
-            return carry, jnp.where(explore < self.algo.epsilon_end, random, greedy_action)
-
-        return act
-
-    sampled_scores = False  # `action_scores` are Q-values: opponents take their argmax
-
-    def action_scores(self):
-        """`(params, carry, obs) -> (carry, Q-values)` (self-play's opponents act greedily on them)."""
-        return lambda params, carry, obs: (carry, self.network.apply(params, obs))
-
-    def exploration(self, key: jax.Array, batch: tuple[int, ...]) -> tuple[jax.Array, jax.Array]:
-        """Draws for epsilon-greedy acting, made at once: (uniform, random action)."""
-        explore_key, random_key = jax.random.split(key)
-        return jax.random.uniform(explore_key, batch), jax.random.randint(random_key, batch, 0, self.num_actions)
 
     def epsilon(self, update: jax.Array) -> jax.Array:
         """The exploration rate of update `update` (linear over epsilon_decay of the run)."""
@@ -225,12 +181,8 @@ class PQN:
         loss = 0.5 * jnp.mean((q_taken - targets) ** 2)
         return loss, {"loss": loss, "q_mean": q_taken.mean()}
 
-    def optimizer_with(self, lr: float | jax.Array) -> optax.GradientTransformation:
-        """Gradient clipping and RAdam at `lr` (traced and passed as a constant schedule when annealed)."""
-        rate = (lambda _: lr) if self.algo.anneal_lr else lr
-        return optax.chain(
-            optax.clip_by_global_norm(self.algo.max_grad_norm), optax.radam(rate, eps=self.algo.adam_eps)
-        )
+    def base_optimizer(self, rate: Any) -> optax.GradientTransformation:
+        return optax.radam(rate, eps=self.algo.adam_eps)
 
     def minibatch_step(self, carry, minibatch):
         params, opt_state = carry

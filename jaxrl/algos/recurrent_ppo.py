@@ -6,8 +6,8 @@ runs the network over them in time order (truncated backpropagation through time
 carry where an episode started. `RecurrentPPO` overrides only what that changes: the network and
 its carry, the rollout scan, the minibatches and the loss's network pass.
 
-`algo=ppo` is registered here: its factory picks `RecurrentPPO` or `PPO` by `algo.network`, and
-`jaxrl.algos.ppo` cannot import this module without a cycle.
+`algo=ppo` is registered in `jaxrl.algos.ppo`; this module adds `RecurrentPPO` to its `VARIANTS`, the
+classes its factory picks by `algo.network`.
 """
 
 from __future__ import annotations
@@ -18,8 +18,7 @@ import flax.linen as nn
 import jax
 import jax.numpy as jnp
 
-from jaxrl.algos.base import register
-from jaxrl.algos.ppo import PPO, ObsStats, PPOConfig, PPORunner, Transition, horizon, sequence_sizes
+from jaxrl.algos.ppo import PPO, VARIANTS, ObsStats, PPORunner, Transition, horizon, sequence_sizes
 from jaxrl.config.schema import ConfigError, TrainConfig
 from jaxrl.core import groups, networks, shuffle
 
@@ -130,10 +129,4 @@ class RecurrentPPO(PPO):
         return split(traj), split(advantages), split(targets), (starts, split(resets))
 
 
-def make_ppo(cfg: TrainConfig, env: Any, env_params: Any) -> PPO:
-    """`algo=ppo`: `RecurrentPPO` for algo.network=gru|lstm, the feed-forward `PPO` otherwise."""
-    recurrent = cfg.algo.network in networks.RECURRENT
-    return (RecurrentPPO if recurrent else PPO)(cfg, env, env_params)
-
-
-register("ppo", PPOConfig, make_ppo, doc="PPO: clipped surrogate, GAE, minibatch SGD over each rollout")
+VARIANTS.update(dict.fromkeys(networks.RECURRENT, RecurrentPPO))

@@ -50,11 +50,34 @@ class SelfPlayConfig:
 
 
 @dataclass
+class AlgoConfig:
+    """The fields every algorithm's config has (`algo.*`); `jaxrl.config.validate` checks them for all.
+
+    An algorithm's config subclasses it: it gives `name` and its own defaults, adds its own fields (one doc
+    line each) and checks them in `validate`. The defaults here are what an algorithm gets by not setting one.
+    """
+
+    name: str = ""  # algorithm id: the name it is registered under
+    lr: float = 2.5e-4  # learning rate (the start of the schedule when annealed)
+    anneal_lr: bool = False  # decay the learning rate linearly to 0 over training
+    gamma: float = 0.99  # discount
+    max_grad_norm: float = 10.0  # global gradient-norm clip
+    network: str = "mlp"  # mlp | cnn (| gru | lstm for an algorithm with a recurrent network)
+    hidden: list[int] = field(default_factory=lambda: [64, 64])  # dense layer widths (after convs for cnn)
+    channels: list[int] = field(default_factory=lambda: [16, 32])  # 3x3 conv channels (cnn only)
+    activation: str = "relu"  # tanh | relu | gelu | silu
+    layer_norm: bool = False  # LayerNorm between each dense layer of the torso and its activation
+
+    def validate(self, cfg: TrainConfig) -> None:
+        """ConfigError naming the first of the algorithm's own settings that is out of range (none here)."""
+
+
+@dataclass
 class TrainConfig:
     """One training run."""
 
     env: Any = None  # env group: snake or any gymnax id
-    algo: Any = None  # algo group: ppo | dqn
+    algo: Any = None  # algo group: ppo | dqn | pqn, an AlgoConfig
     seed: int = 0  # base seed; seed i of num_seeds uses fold_in(seed, i)
     num_seeds: int = 1  # independent agents trained side by side in one program (a vmap axis)
     sweep: dict[str, Any] = field(default_factory=dict)  # {algo: {lr: [1e-4, 3e-4]}}: members trained beside the seeds

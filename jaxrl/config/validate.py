@@ -56,7 +56,7 @@ def check_numbers(prefix: str, group: Any) -> None:
 
 
 def check_network(a: Any) -> None:
-    """The network fields every algorithm config has: network, activation, hidden, channels."""
+    """The network fields every algorithm's config has (`AlgoConfig`): network, activation, hidden, channels."""
     if a.network not in NETWORKS:
         raise ConfigError(f"algo.network={a.network} is invalid: allowed {', '.join(NETWORKS)}")
     if a.activation not in ACTIVATIONS:

@@ -66,3 +66,10 @@ class Algorithm(Protocol):
     def memory(self) -> list[Allocation]:
         """Large allocations per seed beyond the network (replay, rollout storage)."""
         ...
+
+    # Self-play (`jaxrl.algos.selfplay`) plays the opponents' seats from these.
+    sampled_scores: bool  # True: `action_scores` are logits to sample from; False: values to take the argmax of
+
+    def action_scores(self) -> Callable[[Any, Any, jax.Array], tuple[Any, jax.Array]]:
+        """`(params, carry, obs) -> (carry, per-action scores)`: what `policy` chooses from."""
+        ...
