@@ -21,7 +21,7 @@
 - PufferLib's Snake (C, many snakes on one big map) is not measured: it does not install here. pufferlib 3.0.0
   is an sdist whose build downloads its C dependencies (raylib) from the internet, which fails offline;
   pufferlib-core 3.0.23, the only wheel, ships no Ocean envs (no Snake) and pins torch 2.9.0. The report
-  quotes PufferLib's published figure, labelled as such (checked 2026-11-26).
+  quotes PufferLib's published figure, labelled as such.
 
 On its own: python -m bench.parts.arena [--quick]
 """

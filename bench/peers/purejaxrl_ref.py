@@ -21,7 +21,7 @@ CartPole-v1 and Breakout-MinAtar, and the compiled programs have the same fusion
 The training loop is `make_ppo`, which `bench/peers/purejaxrl_ppo_continuous_ref.py` (PureJaxRL's
 ppo_continuous_action.py, the same loop) shares; `make_train` gives it the vector env, the
 network and the categorical policy. Splitting it out left the parameters after a run bitwise
-equal to before (CartPole-v1, and Acrobot-v1 without LR annealing; 2026-11-24).
+equal to before (CartPole-v1, and Acrobot-v1 without LR annealing).
 `final_return` is the figure the references report (and `bench --only parity` compares): the
 training-time mean return of the episodes that ended in the last 10% of the run.
 
