@@ -87,6 +87,7 @@ class EpsilonGreedy:
     algo: Any
 
     def q_values(self, params: Any, obs: jax.Array) -> jax.Array:
+        """(batch, num_actions) Q-values of a batch of observations."""
         return self.network.apply(params, obs)
 
     def exploration(self, key: jax.Array, batch: tuple[int, ...]) -> tuple[jax.Array, jax.Array]:
