@@ -10,6 +10,7 @@ registry is first read (`jaxrl.config.registry`), so a new algorithm needs no ed
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections.abc import Callable
 from typing import Any
 
@@ -29,6 +30,7 @@ __all__ = [
     "Base",
     "EpsilonGreedy",
     "PolicyFn",
+    "TargetNetwork",
     "algorithms",
     "get",
     "register",
@@ -117,6 +119,40 @@ class EpsilonGreedy:
     def action_scores(self) -> Any:
         """`(params, carry, obs) -> (carry, Q-values)`."""
         return lambda params, carry, obs: (carry, self.q_values(params, obs))
+
+
+class TargetNetwork:
+    """A target network that follows the online one: moved (copied, or blended by `algo.tau`) at each update
+    that crosses a multiple of `algo.target_update_interval` env steps."""
+
+    algo: Any
+    steps_per_update: int
+
+    def move_target(self, update: jax.Array, learning: jax.Array, params: Any, target_params: Any) -> Any:
+        """The target parameters after update `update` (unmoved while not `learning`)."""
+        move = learning & interval_crossed(update, self.steps_per_update, self.algo.target_update_interval)
+        tau = self.algo.tau
+        return jax.tree.map(lambda p, t: jnp.where(move, tau * p + (1 - tau) * t, t), params, target_params)
+
+
+def interval_crossed(update: jax.Array, steps_per_update: int, interval: int) -> jax.Array:
+    """Whether update `update` crosses a multiple of `interval` env steps: (update + 1) * steps_per_update
+    // interval > update * steps_per_update // interval, exact for every int32 `update`.
+
+    The product passes int32 after 2^31 env steps, so the remainder (update * steps_per_update) %
+    interval is summed from the bits of update % period instead (crossings repeat every `period`
+    updates), each term reduced mod interval on the host.
+    """
+    if steps_per_update >= interval:
+        return jnp.bool_(True)
+    period = interval // math.gcd(steps_per_update, interval)
+    k = update % period
+    rem = jnp.int32(0)
+    for bit in range((period - 1).bit_length()):
+        term = (steps_per_update << bit) % interval
+        add = jnp.where((k >> bit) & 1 == 1, term, 0)
+        rem = jnp.where(rem >= interval - add, rem - (interval - add), rem + add)  # (rem + add) % interval
+    return rem >= interval - steps_per_update
 
 
 @dataclasses.dataclass(frozen=True)

@@ -9,7 +9,6 @@ when an interval of `target_update_interval` env steps is crossed.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -18,11 +17,12 @@ import jax.numpy as jnp
 import optax
 from flax import struct
 
-from jaxrl.algos.base import Allocation, Base, EpsilonGreedy, register
+from jaxrl.algos.base import Allocation, Base, EpsilonGreedy, TargetNetwork, register
 from jaxrl.algos.common import feed_forward_only, linear_epsilon, q_network
 from jaxrl.config.schema import AlgoConfig, ConfigError, TrainConfig, agents_per_world, env_groups, float32
 from jaxrl.config.validate import in_range, positive
 from jaxrl.core import rollout
+from jaxrl.core.losses import q_targets
 from jaxrl.core.replay import Batch, ReplayBuffer, ReplayState
 from jaxrl.core.stats import UpdateStats, all_finite, global_norm
 
@@ -124,39 +124,7 @@ class DQNRunner:
     update: jax.Array  # () int32, updates done
 
 
-def q_targets(
-    q_next_target: jax.Array, q_next_online: jax.Array, reward: jax.Array, discount: jax.Array, double: bool
-) -> jax.Array:
-    """reward + discount * Q_target(s', a') with a' = argmax Q_online(s') (double) or argmax Q_target(s')."""
-    if double:
-        best = jnp.argmax(q_next_online, axis=-1)
-        bootstrap = jnp.take_along_axis(q_next_target, best[..., None], axis=-1)[..., 0]
-    else:
-        bootstrap = q_next_target.max(axis=-1)
-    return reward + discount * bootstrap
-
-
-def interval_crossed(update: jax.Array, steps_per_update: int, interval: int) -> jax.Array:
-    """Whether update `update` crosses a multiple of `interval` env steps: (update + 1) * steps_per_update
-    // interval > update * steps_per_update // interval, exact for every int32 `update`.
-
-    The product passes int32 after 2^31 env steps, so the remainder (update * steps_per_update) %
-    interval is summed from the bits of update % period instead (crossings repeat every `period`
-    updates), each term reduced mod interval on the host.
-    """
-    if steps_per_update >= interval:
-        return jnp.bool_(True)
-    period = interval // math.gcd(steps_per_update, interval)
-    k = update % period
-    rem = jnp.int32(0)
-    for bit in range((period - 1).bit_length()):
-        term = (steps_per_update << bit) % interval
-        add = jnp.where((k >> bit) & 1 == 1, term, 0)
-        rem = jnp.where(rem >= interval - add, rem - (interval - add), rem + add)  # (rem + add) % interval
-    return rem >= interval - steps_per_update
-
-
-class DQN(EpsilonGreedy, Base):
+class DQN(EpsilonGreedy, TargetNetwork, Base):
     """Static pieces of a DQN run: env, Q-network, optimizer, replay layout and derived sizes."""
 
     def __init__(self, cfg: TrainConfig, env: Any, env_params: Any):
@@ -183,8 +151,6 @@ class DQN(EpsilonGreedy, Base):
     def epsilon(self, env_steps: jax.Array) -> jax.Array:
         """Linear decay from epsilon_start to epsilon_end over epsilon_decay of the run (env_steps: float32)."""
         return linear_epsilon(self.algo, self.cfg.total_timesteps, env_steps)
-
-    # -- init ----------------------------------------------------------------------------------
 
     def memory(self) -> list[Allocation]:
         """The replay buffer: the one large allocation."""
@@ -296,9 +262,7 @@ class DQN(EpsilonGreedy, Base):
         keep = lambda new, old: jax.tree.map(lambda a, b: jnp.where(learning, a, b), new, old)
         params, opt_state = keep(params, runner.params), keep(opt_state, runner.opt_state)
 
-        move = learning & interval_crossed(runner.update, self.steps_per_update, self.algo.target_update_interval)
-        tau = self.algo.tau
-        target = jax.tree.map(lambda p, t: jnp.where(move, tau * p + (1 - tau) * t, t), params, runner.target_params)
+        target = self.move_target(runner.update, learning, params, runner.target_params)
         learner = {k: jnp.where(learning, v, jnp.nan) for k, v in loss_stats.items()}
         learner["epsilon"] = epsilon
         runner = runner.replace(params=params, opt_state=opt_state, target_params=target, update=runner.update + 1)

@@ -18,9 +18,13 @@ import flax.linen as nn
 import jax
 import jax.numpy as jnp
 
-from jaxrl.algos.ppo import PPO, VARIANTS, ObsStats, PPORunner, Transition, horizon, sequence_sizes
+from jaxrl.algos.actor_critic import ActorCriticRunner as PPORunner
+from jaxrl.algos.actor_critic import Transition
+from jaxrl.algos.onpolicy import horizon, sequence_sizes
+from jaxrl.algos.ppo import PPO, VARIANTS
 from jaxrl.config.schema import ConfigError, TrainConfig
 from jaxrl.core import groups, networks, shuffle
+from jaxrl.core.stats import ObsStats
 
 
 class RecurrentPPO(PPO):

@@ -102,3 +102,15 @@ def q_lambda_returns(
     # Starting from next_q[T-1] makes the last step's bootstrap next_q[T-1] whatever lambda is.
     _, returns = jax.lax.scan(backward, next_q[-1], (rewards, next_q, keep, done), reverse=True)
     return returns
+
+
+def q_targets(
+    q_next_target: jax.Array, q_next_online: jax.Array, reward: jax.Array, discount: jax.Array, double: bool
+) -> jax.Array:
+    """reward + discount * Q_target(s', a') with a' = argmax Q_online(s') (double) or argmax Q_target(s')."""
+    if double:
+        best = jnp.argmax(q_next_online, axis=-1)
+        bootstrap = jnp.take_along_axis(q_next_target, best[..., None], axis=-1)[..., 0]
+    else:
+        bootstrap = q_next_target.max(axis=-1)
+    return reward + discount * bootstrap

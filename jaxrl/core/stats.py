@@ -141,3 +141,29 @@ def means(stats: EpisodeStats, agents_per_world: int = 1) -> dict[str, float]:
         out["win_rate"] = per(stats.won_sum, worlds)
     out["episodes"] = n
     return out
+
+
+@struct.dataclass
+class ObsStats:
+    """Running mean and variance of observations (Chan's parallel update), as SB3's VecNormalize keeps."""
+
+    mean: jax.Array  # obs_shape float32
+    var: jax.Array  # obs_shape float32
+    count: jax.Array  # () float32
+
+    @classmethod
+    def create(cls, obs_shape: tuple[int, ...]) -> ObsStats:
+        return cls(jnp.zeros(obs_shape, jnp.float32), jnp.ones(obs_shape, jnp.float32), jnp.float32(1e-4))
+
+    def update(self, batch: jax.Array) -> ObsStats:
+        """Fold in a batch of observations (any leading axes)."""
+        x = batch.reshape((-1,) + self.mean.shape).astype(jnp.float32)
+        n = jnp.float32(x.shape[0])
+        mean, var = x.mean(axis=0), x.var(axis=0)
+        total = self.count + n
+        delta = mean - self.mean
+        m2 = self.var * self.count + var * n + delta**2 * self.count * n / total
+        return ObsStats(self.mean + delta * n / total, m2 / total, total)
+
+    def normalize(self, obs: jax.Array, clip: float = 10.0) -> jax.Array:
+        return jnp.clip((obs.astype(jnp.float32) - self.mean) / jnp.sqrt(self.var + 1e-8), -clip, clip)

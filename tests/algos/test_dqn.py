@@ -8,10 +8,12 @@ import pytest
 from gymnax.environments import spaces
 
 from jaxrl import envs
-from jaxrl.algos.dqn import DQN, DQNConfig, interval_crossed, q_targets
+from jaxrl.algos.base import interval_crossed
+from jaxrl.algos.dqn import DQN, DQNConfig
 from jaxrl.bench import checks
 from jaxrl.config.schema import TrainConfig
 from jaxrl.core import rollout
+from jaxrl.core.losses import q_targets
 from jaxrl.core.replay import Batch, ReplayBuffer
 from jaxrl.run import build
 from tests.helpers import (
