@@ -191,7 +191,7 @@ def _grid(algo_name: str, overrides: Sequence[str]) -> Callable[[int, int], list
         from jaxrl.algos.dqn import DQN
         from jaxrl.algos.ppo import PPO
         from jaxrl.config.compose import compose_config
-        from jaxrl.config.schema import make_env
+        from jaxrl.config.environment import make_env
 
         cfg, _ = compose_config(["env=grid", f"algo={algo_name}", *overrides])
         env, params = make_env(cfg)
@@ -317,6 +317,7 @@ CASES: dict[str, Case] = {
                 ("ppo", "MountainCarContinuous-v0", 0, True),
                 ("dqn", "CartPole-v1", 20, False),
                 ("dqn", "Acrobot-v1", 0, False),
+                ("a2c", "CartPole-v1", 0, True),
             )
         ),
         Case(
@@ -380,6 +381,7 @@ _bars("parity_ppo_MountainCarContinuous-v0", ("mean", ">=", 90))
 # The means of 4 seeds, not the worst: one seed in many can still end below the bars (docs/reliability.md).
 _bars("parity_dqn_CartPole-v1", ("mean", ">=", 420), ("greedy_mean", ">=", 440))
 _bars("parity_dqn_Acrobot-v1", ("mean", ">=", -95))
+_bars("parity_a2c_CartPole-v1", ("mean", ">=", 450))
 _bars("memory_chain_gru", ("worst", ">=", 0.9))
 _bars("memory_chain_mlp", ("abs_return", "<=", 0.3))
 _bars("sb3_adapter", ("growth", ">", 1.5))

@@ -196,7 +196,7 @@ class Run:
         member: int | None = None,
     ) -> Path:
         """The GIF of the best of `episodes` episodes per seed (default RUN_DIR/replay.gif)."""
-        from jaxrl.config.schema import make_env
+        from jaxrl.config.environment import make_env
         from jaxrl.run.evaluation import evaluate
 
         if not hasattr(make_env(self.config)[0], "render_rgb"):  # before anything is written
@@ -216,7 +216,7 @@ class Run:
     def env(self) -> tuple[Any, Any]:
         """(env, env_params) as the run's config builds them: the settings it trained with (a
         curriculum's phases aside), so `run.policy` can act in it (an arena's `bot_policy` run attached)."""
-        from jaxrl.config.schema import make_env
+        from jaxrl.config.environment import make_env
         from jaxrl.run.frozen import with_frozen_bots
 
         env, env_params = make_env(self.config)

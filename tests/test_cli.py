@@ -10,7 +10,7 @@ import pytest
 import yaml
 
 from jaxrl.config.compose import compose_config
-from jaxrl.config.schema import make_env
+from jaxrl.config.environment import make_env
 from jaxrl.train import main
 
 
@@ -75,7 +75,7 @@ def test_gymnax_id_runs(tmp_path):
         (["num_envz=4"], "unknown setting 'num_envz'"),
         (["num_envs=-4"], "num_envs=-4 is invalid: must be an integer from 1 to 2147483647"),
         (["algo.lr=banana"], "bad override 'algo.lr=banana'"),
-        (["algo=sac"], "unknown algo 'sac'; valid: ppo, dqn"),
+        (["algo=sac"], "unknown algo 'sac'; valid: ppo, a2c, dqn, pqn"),
         (["env=Pendulum-v1", "algo=dqn"], "algo=dqn needs discrete actions; Pendulum-v1 has continuous ones"),
         (["algo=dqn", "algo.buffer_size=2000000000"], "lower algo.buffer_size (or num_seeds)"),
         (["algo=dqn", "num_envs=8", "algo.train_freq=12"], "algo.train_freq=12 must be a multiple of num_envs=8"),

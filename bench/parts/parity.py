@@ -1,5 +1,5 @@
 """Classic-control parity with PureJaxRL: the final return of jaxrl's tuned default for each gymnax
-classic-control id (PPO on all five, DQN on the two discrete ones with PureJaxRL's DQN) beside
+classic-control id (PPO on all five, DQN on the two discrete ones with PureJaxRL's DQN, A2C on CartPole-v1) beside
 the PureJaxRL-shaped reference with PureJaxRL's own defaults, same env-step budget, same seeds
 count, same machine.
 
@@ -10,8 +10,10 @@ program of 4 seeds (keys `fold_in(key(0), i)`), at PureJaxRL's budget of 5e5 env
 the last ~10% of the run). References, each seed its own run from `PRNGKey(seed)`, seeds 0-3:
 `bench/peers/purejaxrl_ref.py` (ppo.py with its CartPole settings) on the discrete ids,
 `bench/peers/purejaxrl_ppo_continuous_ref.py` (ppo_continuous_action.py) on the continuous ones,
-`bench/peers/purejaxrl_dqn_ref.py` (dqn.py), each with PureJaxRL's defaults and the same budget; their
-figure is the same training-time mean (`bench.peers.purejaxrl_ref.final_return`). The verdict compares
+`bench/peers/purejaxrl_dqn_ref.py` (dqn.py), each with PureJaxRL's defaults and the same budget; and for
+A2C, which PureJaxRL does not have, Stable-Baselines3's own A2C (`bench/peers/sb3_a2c_ref.py`, RL Zoo's
+CartPole settings; left out, with a line, when SB3 is not installed). Their figure is the same
+training-time mean (`bench.peers.purejaxrl_ref.final_return`). The verdict compares
 the means over the seeds. As in PureJaxRL, the DQN reference's seeds share one network init and
 exploration stream (dqn.py's fixed "dummy" key): only the envs' starts differ by seed. Quick mode
 runs one pair per reference (PPO on CartPole-v1 and Pendulum-v1, DQN on CartPole-v1), one seed.
@@ -24,9 +26,10 @@ import time
 from typing import Any
 
 from jaxrl.bench.common import Context, whole_run
+from jaxrl.bench.peers import sb3_peer
 
 NAME = "parity"
-TITLE = "Classic control: jaxrl's tuned defaults against PureJaxRL's defaults"
+TITLE = "Classic control: jaxrl's tuned defaults against PureJaxRL's defaults (SB3's for A2C)"
 
 # (algo, env id, env steps per seed: PureJaxRL's budget, the reference module in bench/peers/)
 PAIRS = (
@@ -37,7 +40,16 @@ PAIRS = (
     ("ppo", "MountainCarContinuous-v0", 1e6, "purejaxrl_ppo_continuous_ref"),
     ("dqn", "CartPole-v1", 5e5, "purejaxrl_dqn_ref"),
     ("dqn", "Acrobot-v1", 5e5, "purejaxrl_dqn_ref"),
+    ("a2c", "CartPole-v1", 5e5, "sb3_a2c_ref"),  # PureJaxRL has no A2C: SB3's own, at RL Zoo's settings
 )
+
+# Who each reference module is, for the report.
+PEERS = {
+    "purejaxrl_ref": "PureJaxRL",
+    "purejaxrl_ppo_continuous_ref": "PureJaxRL",
+    "purejaxrl_dqn_ref": "PureJaxRL",
+    "sb3_a2c_ref": "SB3",
+}
 
 
 def seed_figures(values: list[float]) -> dict[str, Any]:
@@ -82,10 +94,10 @@ def reference_side(module: str, env: str, budget: float, seeds: int) -> dict[str
     }
 
 
-def verdict(jaxrl: float, reference: float) -> str:
+def verdict(jaxrl: float, reference: float, peer: str) -> str:
     if math.isnan(reference):
         return "reference ended no episode"
-    return "jaxrl >= PureJaxRL" if jaxrl >= reference else "jaxrl below PureJaxRL"
+    return f"jaxrl >= {peer}" if jaxrl >= reference else f"jaxrl below {peer}"
 
 
 def run(ctx: Context) -> dict[str, Any]:
@@ -95,6 +107,10 @@ def run(ctx: Context) -> dict[str, Any]:
     seeds = ctx.pick(2, 1, 4)
     rows = []
     for algo, env, budget, module in pairs:
+        missing = sb3_peer.available() if module.startswith("sb3") else None
+        if missing:
+            ctx.say(f"{algo} {env}: left out, SB3's side cannot run ({missing})")
+            continue
         budget = ctx.pick(4096, budget, budget)
         jaxrl = jaxrl_side(algo, env, budget, seeds)
         reference = reference_side(module, env, budget, seeds)
@@ -105,14 +121,15 @@ def run(ctx: Context) -> dict[str, Any]:
             "seeds": seeds,
             "reference": module,
             "jaxrl": jaxrl,
-            "purejaxrl": reference,
+            "peer": PEERS[module],
+            "reference_side": reference,
             "difference": jaxrl["mean"] - reference["mean"],
-            "verdict": verdict(jaxrl["mean"], reference["mean"]),
+            "verdict": verdict(jaxrl["mean"], reference["mean"], PEERS[module]),
         }
         rows.append(row)
         ctx.say(
             f"{algo} {env} ({budget:,.0f} steps, {seeds} seeds): jaxrl {jaxrl['mean']:.1f}, "
-            f"PureJaxRL {reference['mean']:.1f}: {row['verdict']}"
+            f"{PEERS[module]} {reference['mean']:.1f}: {row['verdict']}"
         )
     out: dict[str, Any] = {"rows": rows}
     out["headlines"] = headlines(rows)
@@ -120,11 +137,11 @@ def run(ctx: Context) -> dict[str, Any]:
 
 
 def headlines(rows: list[dict[str, Any]]) -> list[dict[str, str]]:
-    met = sum(r["jaxrl"]["mean"] >= r["purejaxrl"]["mean"] for r in rows)
+    met = sum(r["jaxrl"]["mean"] >= r["reference_side"]["mean"] for r in rows)
     seeds = rows[0]["seeds"]
     return [
         {
-            "what": "classic control, final return of jaxrl's tuned defaults against PureJaxRL's defaults"
+            "what": "classic control, final return of jaxrl's tuned defaults against PureJaxRL's (SB3's for A2C)"
             f" (mean of {seeds} seeds)",
             "figure": f"jaxrl at or above on {met} of {len(rows)} (algo, env) pairs",
         }
@@ -146,15 +163,15 @@ def report(result: dict[str, Any]) -> str:
         f"Final training return, mean over {seeds} seeds (per-seed min to max); jaxrl's seeds are one program.",
         "",
         (
-            "| env | algo | env steps per seed | jaxrl tuned default | PureJaxRL defaults | jaxrl - PureJaxRL |"
-            " verdict | seconds (jaxrl / PureJaxRL) |"
+            "| env | algo | env steps per seed | jaxrl tuned default | reference | reference's defaults |"
+            " jaxrl - reference | verdict | seconds (jaxrl / reference) |"
         ),
-        "|---|---|---|---|---|---|---|---|",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:
-        j, p = r["jaxrl"], r["purejaxrl"]
+        j, p = r["jaxrl"], r["reference_side"]
         md.append(
-            f"| {r['env']} | {r['algo']} | {r['budget']:,.0f} | {fmt_side(j)} | {fmt_side(p)} |"
+            f"| {r['env']} | {r['algo']} | {r['budget']:,.0f} | {fmt_side(j)} | {r['peer']} | {fmt_side(p)} |"
             f" {r['difference']:+.1f} | {r['verdict']} | {j['seconds']:.0f} / {p['seconds']:.0f} |"
         )
     return "\n".join(md) + "\n"

@@ -58,12 +58,14 @@ def truncated_values(value_fn, inputs: Any, truncated: jax.Array, num_groups: in
     return groups.by_group(per_group, num_groups)(inputs, truncated)
 
 
-def feed_forward_only(algo: str, network: str) -> None:
-    """ConfigError for a recurrent network on an algorithm without sequence replay (no R2D2 here)."""
+def feed_forward_only(
+    algo: str, network: str, why: str = "it has no sequence replay for a recurrent Q-network"
+) -> None:
+    """ConfigError for a recurrent network on an algorithm that has no recurrent variant (no R2D2 here)."""
     if network in networks.RECURRENT:
         raise ConfigError(
-            f"algo.network={network} is invalid with algo={algo}: it has no sequence replay for a recurrent"
-            f" Q-network; use algo.network=mlp|cnn, or algo=ppo algo.network={network}"
+            f"algo.network={network} is invalid with algo={algo}: {why};"
+            f" use algo.network=mlp|cnn, or algo=ppo algo.network={network}"
         )
 
 

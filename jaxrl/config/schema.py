@@ -6,8 +6,6 @@ raises `ConfigError` with one line naming the bad setting and what is allowed.
 
 from __future__ import annotations
 
-import contextlib
-import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -146,43 +144,21 @@ def env_groups(cfg: TrainConfig) -> int:
     return cfg.env_groups or 1
 
 
-def env_settings(cfg: TrainConfig) -> dict[str, Any]:
-    """The env group's settings but its name (constructor arguments and EnvParams overrides).
-
-    An env with potential-based shaping (`shaping_gamma`, e.g. Snake) gets the learner's `algo.gamma`
-    there unless the config sets it: with the same discount the shaping leaves the best policy unchanged.
-    """
-    settings = {f.name: getattr(cfg.env, f.name) for f in dataclasses.fields(cfg.env) if f.name != "name"}
-    if "shaping_gamma" in settings and settings["shaping_gamma"] is None:
-        settings["shaping_gamma"] = float(cfg.algo.gamma)
-    return settings
+_MOVED = {"env_settings", "make_env", "env_params"}  # to jaxrl.config.environment: a schema builds no env
 
 
-def make_env(cfg: TrainConfig) -> tuple[Any, Any]:
-    """(env, env_params) the config names, with its settings applied and checked; ConfigError otherwise."""
-    from jaxrl import envs
+def __getattr__(name: str) -> Any:
+    """The old path of what moved to `jaxrl.config.environment`, kept for one release with a warning."""
+    if name in _MOVED:
+        import warnings
 
-    with _env_errors():
-        return envs.spec(cfg.env.name).make(**env_settings(cfg))
+        from jaxrl.config import environment
 
-
-def env_params(cfg: TrainConfig, env: Any, params: Any) -> Any:
-    """The env params `cfg` sets over `params` of an env already built with cfg's constructor settings (a
-    sweep member's); ConfigError otherwise. No env is built."""
-    from jaxrl import envs
-
-    with _env_errors():
-        return envs.spec(cfg.env.name).with_params(env, params, **env_settings(cfg))
-
-
-@contextlib.contextmanager
-def _env_errors() -> Any:
-    """An env's ValueError as ConfigError, one line naming the env setting."""
-    from jaxrl import envs
-
-    try:
-        yield
-    except envs.EnvSettingError as e:  # "name=value is invalid: must be ..."
-        raise ConfigError(f"env.{e}") from None
-    except ValueError as e:  # an unknown name, or a constructor refusing a setting
-        raise ConfigError(f"env: {e}") from None
+        warnings.warn(
+            f"jaxrl.config.schema.{name} moved to jaxrl.config.environment.{name};"
+            " the old path goes in the next release",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return getattr(environment, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

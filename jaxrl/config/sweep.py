@@ -174,7 +174,7 @@ def member_env_params(cfg: TrainConfig, sweep: Sweep, env: Any, base: Any) -> tu
     """
     import jax
 
-    from jaxrl.config.schema import env_params
+    from jaxrl.config.environment import env_params
     from jaxrl.core.rollout import traced
 
     if not sweep.keys:  # no sweep: nothing to build

@@ -22,7 +22,7 @@ from jaxrl.config.schema import ConfigError, TrainConfig
 def program(cfg: TrainConfig, chunk: int | None = None, layout: Any = None, env: tuple[Any, Any] | None = None) -> Any:
     """The `Program` of a typed config: its env (or `env=(env, env_params)` given), its algorithm, compiled on
     first use in chunks of `chunk` updates (default: the config's num_chunks), over `layout`'s devices."""
-    from jaxrl.config.schema import make_env
+    from jaxrl.config.environment import make_env
     from jaxrl.run.driver import Program
     from jaxrl.run.frozen import with_frozen_bots
 

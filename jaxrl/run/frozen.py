@@ -27,7 +27,7 @@ def frozen_policy(run_dir: str, obs_shape: tuple[int, ...]) -> Any:
     """`(obs, key) -> actions` of seed 0 (of a sweep's best member) of the newest checkpoint of `run_dir`,
     greedy, its parameters closed over (constants of the compiled step). Loaded once per process."""
     from jaxrl.config.compose import UsageError, resume_config
-    from jaxrl.config.schema import make_env
+    from jaxrl.config.environment import make_env
     from jaxrl.run.checkpoint import Checkpointer, CheckpointError
     from jaxrl.run.driver import Program
     from jaxrl.run.rundir import run_files

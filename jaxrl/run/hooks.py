@@ -130,7 +130,7 @@ def checkpoint_meta(ctx: RunContext) -> dict[str, Any]:
     """What a checkpoint saves beside the state: progress, config, env and versions."""
     from omegaconf import OmegaConf
 
-    from jaxrl.config.schema import env_settings
+    from jaxrl.config.environment import env_settings
     from jaxrl.run.checkpoint import versions
 
     cfg = ctx.cfg

@@ -1,11 +1,13 @@
-"""Classic-control parity with PureJaxRL: each tuned default (`configs/tuned/<algo>_<env>.yaml`) trains
-PureJaxRL's budget, and trained as `jaxrl.train(env=..., algo=..., num_seeds=4)` keeps its mean final
+"""Classic-control parity with PureJaxRL (SB3 for A2C): each tuned default (`configs/tuned/<algo>_<env>.yaml`)
+trains PureJaxRL's budget, and trained as `jaxrl.train(env=..., algo=..., num_seeds=4)` keeps its mean final
 return over the 4 seeds (summary.json's `final_return_per_seed`, the training-time figure) above its bar;
 the tuned DQN CartPole default also plays greedily (20 episodes per seed). The runs, the bars and the
 draws they were measured on live in jaxrl.bench.checks (`parity_<algo>_<env>`) and docs/reliability.md;
-`python -m bench --only parity` measures both sides against the PureJaxRL-shaped references.
+`python -m bench --only parity` measures both sides against the PureJaxRL-shaped references (and A2C against
+Stable-Baselines3's own A2C, as PureJaxRL has none).
 
-CI runs one of the seven: PPO with continuous actions (MountainCarContinuous). PPO's tuned CartPole file is
+CI runs two of the eight: PPO with continuous actions (MountainCarContinuous) and A2C on CartPole, A2C's
+learning check. PPO's tuned CartPole file is
 PPO's defaults with 4 envs, which tests/algos/test_ppo.py's learning check trains already; the other four PPO
 and DQN files repeat code paths CI trains with other tuned files. DQN on CartPole, at PureJaxRL's 10 envs, is
 50,000 steps one after another, the longest learning check the slow tier had; DQN learns in CI on Snake and
@@ -26,6 +28,7 @@ BUDGETS = {
     ("ppo", "MountainCarContinuous-v0"): 1e6,
     ("dqn", "CartPole-v1"): 5e5,
     ("dqn", "Acrobot-v1"): 5e5,
+    ("a2c", "CartPole-v1"): 5e5,  # RL Zoo's budget for SB3's A2C, its peer (PureJaxRL has no A2C)
 }
 
 

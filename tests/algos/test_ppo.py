@@ -10,7 +10,8 @@ from jaxrl import envs
 from jaxrl.algos.ppo import PPO, ObsStats, PPOConfig
 from jaxrl.bench import checks
 from jaxrl.config.compose import compose_config
-from jaxrl.config.schema import TrainConfig, make_env
+from jaxrl.config.environment import make_env
+from jaxrl.config.schema import TrainConfig
 from jaxrl.core import losses
 from jaxrl.run import build
 from tests.helpers import (

@@ -8,7 +8,8 @@ import pytest
 
 import jaxrl
 from jaxrl.algos.pqn import PQN, PQNConfig
-from jaxrl.config.schema import TrainConfig, make_env
+from jaxrl.config.environment import make_env
+from jaxrl.config.schema import TrainConfig
 from jaxrl.core import losses
 from tests.helpers import count_traces, env_config, three_chunks
 

@@ -73,10 +73,10 @@ def test_figures_are_the_ones_measured(smoke_run):
     assert [r["precision"] for r in precision["rows"]] == ["fp32", "tf32", "bf16"]
     parity = json.loads((out / "parity.json").read_text())["result"]
     for row in parity["rows"]:
-        for side in ("jaxrl", "purejaxrl"):
+        for side in ("jaxrl", "reference_side"):
             values = row[side]["per_seed"]
             assert len(values) == row["seeds"] and row[side]["mean"] == pytest.approx(sum(values) / len(values))
-        assert row["difference"] == pytest.approx(row["jaxrl"]["mean"] - row["purejaxrl"]["mean"])
+        assert row["difference"] == pytest.approx(row["jaxrl"]["mean"] - row["reference_side"]["mean"])
     score = json.loads((out / "score.json").read_text())["result"]
     for curve in (c for c in score["curves"].values() if "runs" in c):
         for run in curve["runs"]:  # each seed's final checkpoint played greedy episodes

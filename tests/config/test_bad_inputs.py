@@ -118,7 +118,7 @@ TRAIN = [
     ),
     (["resume={run}", "sweep.algo.lr=[1e-3,3e-4]"], "a resumed run keeps its sweep"),
     (["env=nosuchenv"], "unknown env 'nosuchenv'"),
-    (["algo=a2c"], "unknown algo 'a2c'; valid: ppo, dqn"),
+    (["algo=sac"], "unknown algo 'sac'; valid: ppo, a2c, dqn, pqn"),
     (["preset=turbo"], "unknown preset 'turbo'"),
     (["algo=dqn", "preset=fast"], "preset=fast sets PPO's rollout"),
     (["train-forever"], "bad argument 'train-forever': expected key=value"),
@@ -270,7 +270,7 @@ DAMAGED = [
     ("config.yaml", b"\x00\xff\xfe garbage", "eval", "config.yaml is not a jaxrl run config"),
     (
         "config.yaml",
-        b"algo:\n  name: a2c\nenv:\n  name: CartPole-v1\n",
+        b"algo:\n  name: sac\nenv:\n  name: CartPole-v1\n",
         "resume",
         "config.yaml is not a jaxrl run config",
     ),

@@ -44,7 +44,7 @@ def test_flatten_and_grid_order():
     assert Sweep().size == 1 and not Sweep().keys
 
 
-@pytest.mark.parametrize("name", ["ppo", "dqn", "pqn", "ppo_gru"])
+@pytest.mark.parametrize("name", [*base.algorithms(), "ppo_gru"])  # every registered algorithm
 def test_every_float_setting_of_every_algorithm_traces_as_a_sweep(name):
     """Every float field a sweep accepts is a traced value in the compiled chunk: nothing in the
     algorithm's constructor or math may branch on it in Python."""
