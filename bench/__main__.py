@@ -36,8 +36,8 @@ def parse(argv: list[str]) -> argparse.Namespace:
     parser.add_argument(
         "--quick",
         action="store_true",
-        help="about 11 minutes on a 2-core AMD EPYC family 26 (10:52, measured 2026-11-28), 15-17 on a 2-core "
-        "Intel Xeon, longer on an EPYC Milan",
+        help="every part on a short budget: minutes on a 2-core CPU (docs/benchmarks.md, Running them, has the"
+        " times per machine)",
     )
     parser.add_argument("--smoke", action="store_true", help=argparse.SUPPRESS)  # the test's tiny budget
     parser.add_argument("--only", default=None, help=f"comma-separated parts: {', '.join(ORDER)}")

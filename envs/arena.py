@@ -17,11 +17,11 @@ import numpy as np
 from flax import struct
 from gymnax.environments import environment, spaces
 
-from jaxrl.envs.base import INT32_MAX, AgentsDiscrete, Env, finite32, hash32, pick, whole
+from jaxrl.envs.base import Env
+from jaxrl.envs.checks import COUNT, FINITE, SHARE, check, check_int_setting, whole
+from jaxrl.envs.kernels import DCOL, DROW, hash32, mix, pick
+from jaxrl.envs.spaces import agents_box
 
-# Row and column offsets of the four directions: 0 up, 1 right, 2 down, 3 left.
-DROW = (-1, 0, 1, 0)
-DCOL = (0, 1, 0, -1)
 CHANNELS = ("own body", "other bodies", "other heads", "heads at least as long", "food", "wall", "health")
 SPAWN_CAP = 3  # food spawned per step at most: a larger shortfall below min_food is filled over the next steps
 FAR = 10_000  # a weight above any path length
@@ -115,6 +115,9 @@ class Arena(Env):
         `snake_placement`, `snake_kills`, and `winner` (the last snake's index, -1 for none).
     """
 
+    name = "arena"
+    num_actions = 3
+
     BOT_SALT = 0x5EED_0004  # the bots' tie-breaks; food draws use FOOD_SALT, the chance of food STEP_SALT
     FOOD_SALT = 0x5EED_0005
 
@@ -125,18 +128,15 @@ class Arena(Env):
         self.bot_policy = bot_policy  # a finished run whose greedy policy drives bots (jaxrl loads it: with_bot_policy)
         self._policy = None
         self._versus = False  # every seat's action given (`versus`)
-        if not isinstance(size, int) or isinstance(size, bool) or not 5 <= size <= 32:
-            raise ValueError(f"arena size must be an integer from 5 to 32, got {size!r}")
-        if not isinstance(num_snakes, int) or isinstance(num_snakes, bool) or not 1 <= num_snakes <= 32:
-            raise ValueError(f"arena num_snakes must be an integer from 1 to 32, got {num_snakes!r}")
+        check_int_setting("arena size", size, 5, 32)
+        check_int_setting("arena num_snakes", num_snakes, 1, 32)
         starts = (size // 2) ** 2
         if num_snakes > starts:
             raise ValueError(
                 f"arena size={size} is too small for num_snakes={num_snakes}: it has {starts} start cells"
                 f" (odd rows and columns); use size >= {2 * math.isqrt(num_snakes - 1) + 2}"
             )
-        if not isinstance(num_agents, int) or isinstance(num_agents, bool) or not 1 <= num_agents <= num_snakes:
-            raise ValueError(f"arena num_agents (learners) must be an integer from 1 to num_snakes, got {num_agents!r}")
+        check_int_setting("arena num_agents (learners)", num_agents, 1, num_snakes, "num_snakes")
         if not isinstance(view, int) or isinstance(view, bool) or not 3 <= view <= 63 or view % 2 == 0:
             raise ValueError(
                 f"arena view must be an odd integer from 3 to 63 (2 * size - 1 sees the whole board), got {view!r}"
@@ -198,42 +198,26 @@ class Arena(Env):
         return EnvParams(num_bots=self.num_snakes - self.num_agents, policy_share=1.0 if self.bot_policy else 0.0)
 
     def check_params(self, params: EnvParams) -> None:
-        req = self._require
-        req(
-            params, "max_steps_in_episode", whole(params.max_steps_in_episode) >= 1, f"an integer from 1 to {INT32_MAX}"
-        )
         most = self.num_snakes - self.num_agents
-        req(
+        share_unused = ("policy_share", lambda x: float(x) == 0, "0 without env.bot_policy=RUN_DIR")
+        check(
             params,
-            "num_bots",
-            0 <= whole(params.num_bots) <= most,
-            f"an integer from 0 to num_snakes - num_agents = {self.num_snakes} - {self.num_agents} = {most}",
+            ("max_steps_in_episode", *COUNT),
+            (
+                "num_bots",
+                lambda x: 0 <= whole(x) <= most,
+                f"an integer from 0 to num_snakes - num_agents = {self.num_snakes} - {self.num_agents} = {most}",
+            ),
+            ("start_length", lambda x: 1 <= whole(x) <= 1000, "an integer from 1 to 1000"),
+            ("max_health", *COUNT),
+            ("min_food", lambda x: 0 <= whole(x) <= self.num_cells, f"an integer from 0 to {self.num_cells}"),
+            (("greedy_share", "food_chance", "policy_share"), *SHARE),
+            *(() if self.bot_policy else (share_unused,)),
+            (("reward_win", "reward_death", "reward_food", "reward_step", "reward_outlive"), *FINITE),
         )
-        req(params, "start_length", 1 <= whole(params.start_length) <= 1000, "an integer from 1 to 1000")
-        req(params, "max_health", 1 <= whole(params.max_health) <= INT32_MAX, f"an integer from 1 to {INT32_MAX}")
-        req(params, "min_food", 0 <= whole(params.min_food) <= self.num_cells, f"an integer from 0 to {self.num_cells}")
-        for name in ("greedy_share", "food_chance", "policy_share"):
-            req(params, name, 0 <= float(getattr(params, name)) <= 1, "a number from 0 to 1")
-        if not self.bot_policy:
-            req(params, "policy_share", float(params.policy_share) == 0, "0 without env.bot_policy=RUN_DIR")
-        for name in ("reward_win", "reward_death", "reward_food", "reward_step", "reward_outlive"):
-            req(params, name, finite32(getattr(params, name)), "a finite float32")
-
-    @property
-    def name(self) -> str:
-        return "arena"
-
-    @property
-    def num_actions(self) -> int:
-        return 3
-
-    def action_space(self, params: EnvParams | None = None) -> spaces.Discrete:
-        """`Discrete(3)` for one learner; `AgentsDiscrete(3, K)`, shape `(K,)`, for K learners."""
-        return spaces.Discrete(3) if self.num_agents == 1 else AgentsDiscrete(3, self.num_agents)
 
     def observation_space(self, params: EnvParams | None = None) -> spaces.Box:
-        shape = (self.view, self.view, len(CHANNELS))
-        return spaces.Box(0, 1, shape if self.num_agents == 1 else (self.num_agents, *shape), jnp.uint8)
+        return agents_box((self.view, self.view, len(CHANNELS)), self.num_agents)
 
     # -- helpers ----------------------------------------------------------------------
 
@@ -252,10 +236,7 @@ class Arena(Env):
 
     def _random_cells(self, key: jax.Array, salt: int) -> jax.Array:
         """(cells,) uint32 random words, independent per cell, salt and key."""
-        words = jax.random.key_data(key) if jnp.issubdtype(key.dtype, jax.dtypes.prng_key) else key
-        words = words.reshape(-1).astype(jnp.uint32)
-        mixed = hash32(words[0] ^ hash32(words[-1] ^ jnp.uint32(salt)))
-        return hash32(mixed ^ (self._cells.astype(jnp.uint32) * jnp.uint32(0x9E3779B9)))
+        return hash32(mix(key, salt) ^ (self._cells.astype(jnp.uint32) * jnp.uint32(0x9E3779B9)))
 
     def _spawn(self, food: jax.Array, free: jax.Array, count: jax.Array, noise: jax.Array) -> jax.Array:
         """`food` with up to SPAWN_CAP more (the first `count`), each on a uniformly random free cell:

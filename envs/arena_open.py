@@ -27,7 +27,10 @@ from flax import struct
 from gymnax.environments import environment, spaces
 
 from jaxrl.envs.arena import CHANNELS, SNAKE_COLOURS
-from jaxrl.envs.base import INT32_MAX, AgentsDiscrete, Env, finite32, fusion_boundary, pick, whole
+from jaxrl.envs.base import Env
+from jaxrl.envs.checks import COUNT, FINITE, INT32_MAX, check, check_int_setting, whole
+from jaxrl.envs.kernels import fusion_boundary, pick
+from jaxrl.envs.spaces import agents_box
 
 OWNER = (1 << 13) - 1  # bits 0-12 of a cell's word: 1 + the snake whose head last entered it (0: none yet)
 FOOD = 1 << 13
@@ -85,6 +88,9 @@ class OpenArena(Env):
     Info: `score` (the live snakes' mean length), `deaths` and `eaten` in the episode window.
     """
 
+    name = "arena_open"
+    num_actions = 3
+
     BIRTH_SALT = 0x5EED_0006  # the cell a snake is born on; HEADING_SALT its heading, FOOD_SALT food cells
     HEADING_SALT = 0x5EED_0007
     FOOD_SALT = 0x5EED_0008
@@ -93,23 +99,15 @@ class OpenArena(Env):
         self, width: int = 640, height: int = 360, num_snakes: int = 256, num_food: int = 4096, view: int = 11
     ):
         super().__init__()
-        for name, value, low, high in (("width", width, 8, 4096), ("height", height, 8, 4096)):
-            if not isinstance(value, int) or isinstance(value, bool) or not low <= value <= high:
-                raise ValueError(f"arena_open {name} must be an integer from {low} to {high}, got {value!r}")
+        check_int_setting("arena_open width", width, 8, 4096)
+        check_int_setting("arena_open height", height, 8, 4096)
         if width * height > 1 << 22:
             raise ValueError(f"arena_open width x height must be at most {1 << 22} cells, got {width} x {height}")
         most = min(OWNER - 1, width * height // 8)
-        if not isinstance(num_snakes, int) or isinstance(num_snakes, bool) or not 1 <= num_snakes <= most:
-            raise ValueError(
-                f"arena_open num_snakes must be an integer from 1 to {most} (an eighth of the cells, at most"
-                f" {OWNER - 1}) on {width} x {height}, got {num_snakes!r}"
-            )
+        eighth = f"{most} (an eighth of the cells, at most {OWNER - 1}) on {width} x {height}"
+        check_int_setting("arena_open num_snakes", num_snakes, 1, most, eighth)
         most_food = width * height // 4
-        if not isinstance(num_food, int) or isinstance(num_food, bool) or not 0 <= num_food <= most_food:
-            raise ValueError(
-                f"arena_open num_food must be an integer from 0 to {most_food} (a quarter of the cells),"
-                f" got {num_food!r}"
-            )
+        check_int_setting("arena_open num_food", num_food, 0, most_food, f"{most_food} (a quarter of the cells)")
         if not isinstance(view, int) or isinstance(view, bool) or not 3 <= view <= 63 or view % 2 == 0:
             raise ValueError(f"arena_open view must be an odd integer from 3 to 63, got {view!r}")
         self.width, self.height, self.num_snakes, self.num_food, self.view = width, height, num_snakes, num_food, view
@@ -125,30 +123,16 @@ class OpenArena(Env):
         return EnvParams()
 
     def check_params(self, params: EnvParams) -> None:
-        req = self._require
-        req(
-            params, "max_steps_in_episode", 1 <= whole(params.max_steps_in_episode), f"an integer from 1 to {INT32_MAX}"
+        check(
+            params,
+            ("max_steps_in_episode", *COUNT),
+            ("start_length", lambda x: 1 <= whole(x) <= 1000, "an integer from 1 to 1000"),
+            ("max_health", lambda x: 0 <= whole(x), f"an integer from 0 (no starving) to {INT32_MAX}"),
+            (("reward_food", "reward_death", "reward_step"), *FINITE),
         )
-        req(params, "start_length", 1 <= whole(params.start_length) <= 1000, "an integer from 1 to 1000")
-        req(params, "max_health", 0 <= whole(params.max_health), f"an integer from 0 (no starving) to {INT32_MAX}")
-        for name in ("reward_food", "reward_death", "reward_step"):
-            req(params, name, finite32(getattr(params, name)), "a finite float32")
-
-    @property
-    def name(self) -> str:
-        return "arena_open"
-
-    @property
-    def num_actions(self) -> int:
-        return 3
-
-    def action_space(self, params: EnvParams | None = None) -> spaces.Discrete:
-        """`AgentsDiscrete(3, num_snakes)`: every snake learns."""
-        return spaces.Discrete(3) if self.num_snakes == 1 else AgentsDiscrete(3, self.num_snakes)
 
     def observation_space(self, params: EnvParams | None = None) -> spaces.Box:
-        shape = (self.view, self.view, len(CHANNELS))
-        return spaces.Box(0, 1, shape if self.num_snakes == 1 else (self.num_snakes, *shape), jnp.uint8)
+        return agents_box((self.view, self.view, len(CHANNELS)), self.num_agents)
 
     # -- randomness and cells ------------------------------------------------------------
 

@@ -1,97 +1,35 @@
-"""A gymnax Environment whose auto-reset observes once."""
+"""The env contract: `Env`, the gymnax Environment our envs subclass, declares every hook jaxrl may call on
+an env, each with its default; `hook` and `offers` read them from any env, plain gymnax ones included.
+
+docs/envs.md (The env contract) lists the hooks, who calls each and which envs offer it;
+tests/envs/test_env_contract.py checks every registered env against them.
+"""
 
 from __future__ import annotations
 
-import math
-from functools import partial
+import functools
+import importlib
+import inspect
+import warnings
+from collections.abc import Callable
 from typing import Any
 
 import jax
 import jax.numpy as jnp
-import numpy as np
 from gymnax.environments import environment, spaces
 
-
-def hash32(x: jax.Array) -> jax.Array:
-    """Murmur3's 32-bit finalizer: a bijection of uint32 with full avalanche."""
-    x = x ^ (x >> 16)
-    x = x * jnp.uint32(0x85EBCA6B)
-    x = x ^ (x >> 13)
-    x = x * jnp.uint32(0xC2B2AE35)
-    return x ^ (x >> 16)
+from jaxrl.envs import kernels
+from jaxrl.envs.spaces import agents_discrete
 
 
-INT32_MAX = 2**31 - 1  # env parameters are int32 and float32 inside the compiled step
+def absent(method: Callable) -> Callable:
+    """A hook declared without a default: calling it raises until an env defines it (`offers` tells)."""
 
+    @functools.wraps(method)
+    def missing(*args: Any, **kwargs: Any) -> Any:
+        raise NotImplementedError(f"this env does not offer {method.__name__}")
 
-def fusion_boundary(tree: Any, token: jax.Array | None = None) -> Any:
-    """`tree` unchanged, but computed into buffers of its own before any consumer reads it.
-
-    XLA's CPU fusion folds a producer into every consumer that reads it, and a consumer that reads
-    a value per element it writes recomputes the producer per element: an observation of 300 cells
-    recomputed the whole env step (and the policy's action draw before it) 300 times per env. A
-    one-trip while loop whose trip count XLA cannot prove is a fusion boundary (it starts at
-    min(token, 0), with `token` non-negative; by default a word of the tree's first leaf, shifted
-    so that it is); the select inside keeps the loop from being removed. `optimization_barrier`
-    does not stop fusion on CPU. Under vmap the loop is batched: one pass over the tree's values.
-    """
-    if token is None:
-        word = jnp.ravel(jax.tree.leaves(tree)[0])[0].astype(jnp.uint32) >> 1
-        token = jax.lax.bitcast_convert_type(word, jnp.int32)
-
-    def body(carry):
-        i, x = carry
-        return i + 1, jax.tree.map(lambda a: jnp.where(i > 1, jnp.zeros_like(a), a), x)
-
-    start = jnp.minimum(jnp.asarray(token, jnp.int32), 0)
-    return jax.lax.while_loop(lambda c: c[0] < 1, body, (start, tree))[1]
-
-
-def whole(x: Any) -> float:
-    """x if it is a whole number that fits int32, else NaN (so that every range check on it fails)."""
-    x = float(x)
-    return x if math.isfinite(x) and x == int(x) and abs(x) <= INT32_MAX else math.nan
-
-
-def finite32(x: Any) -> bool:
-    """Whether x is a finite float32 (1e39 is not: it becomes inf inside the step)."""
-    with np.errstate(over="ignore"):
-        return bool(np.isfinite(np.float32(float(x))))
-
-
-def pick(values: tuple[int, ...], index: jax.Array) -> jax.Array:
-    """values[index] for a small static table, as selects (no gather under vmap)."""
-    out = jnp.int32(values[-1])
-    for i in range(len(values) - 2, -1, -1):
-        out = jnp.where(index == i, jnp.int32(values[i]), out)
-    return out
-
-
-GIF_PIXELS = 320  # the long side of replay frames (jaxrl's GIF, the Gymnasium adapter's rgb_array)
-
-
-def upscale(frames: np.ndarray, pixels: int) -> np.ndarray:
-    """(T, H, W, 3) -> (T, H*p, W*p, 3) with p chosen so the long side is about `pixels`."""
-    p = max(1, pixels // max(frames.shape[1:3]))
-    return frames.repeat(p, axis=1).repeat(p, axis=2)
-
-
-class AgentsDiscrete(spaces.Discrete):
-    """One `Discrete(n)` action per agent of a world: shape `(num_agents,)`, int32.
-
-    A subclass of `Discrete` with its `n`, so code that reads `n` sees one agent's choices;
-    `sample` draws every agent's action independently.
-    """
-
-    def __init__(self, n: int, num_agents: int):
-        super().__init__(n)
-        self.shape = (num_agents,)
-
-    def __repr__(self) -> str:
-        return f"AgentsDiscrete({self.n}, num_agents={self.shape[0]})"
-
-    def contains(self, x: jax.Array) -> jax.Array:
-        return jnp.logical_and(jnp.shape(x) == self.shape, jnp.all(super().contains(x)))
+    return missing
 
 
 class Env(environment.Environment):
@@ -102,7 +40,8 @@ class Env(environment.Environment):
     observation is still returned as `info["final_observation"]` (XLA drops it when unread). The
     stepped state passes a `fusion_boundary` before it is observed, so XLA does not recompute the step
     for every observed cell (a second boundary on the continued state gained nothing, so there is none).
-    Subclasses fill `step_env`, `reset_env`, `get_obs`, `is_truncated` and the spaces.
+    Subclasses fill `step_env`, `reset_env`, `get_obs`, `is_truncated`, `name`, `num_actions` and
+    `observation_space`; the hooks below are optional.
 
     Randomness: `step` hands the same key to `step_env` and `reset_env`, which must draw with
     `uniform(key, salt, n)` using different salts. Hashing the key's bits is a few integer
@@ -115,35 +54,43 @@ class Env(environment.Environment):
     @staticmethod
     def uniform(key: jax.Array, salt: int, count: int) -> jax.Array:
         """(count,) float32 uniform in [0, 1) from the key's bits and a salt (distinct salts, independent draws)."""
-        if jnp.issubdtype(key.dtype, jax.dtypes.prng_key):
-            key = jax.random.key_data(key)
-        words = key.reshape(-1).astype(jnp.uint32)
-        mixed = hash32(words[0] ^ hash32(words[-1] ^ jnp.uint32(salt)))
-        draws = hash32(mixed ^ (jnp.arange(count, dtype=jnp.uint32) * jnp.uint32(0x9E3779B9)))
+        draws = kernels.hash32(kernels.mix(key, salt) ^ (jnp.arange(count, dtype=jnp.uint32) * jnp.uint32(0x9E3779B9)))
         return (draws >> 8).astype(jnp.float32) * jnp.float32(2.0**-24)
 
-    def check_params(self, params: Any) -> None:
-        """ValueError naming the first parameter out of range and what is allowed; concrete
-        (host) params only. The trainer calls it on the config's and every curriculum phase's."""
+    # -- agents -------------------------------------------------------------------------
 
-    @staticmethod
-    def _require(params: Any, name: str, ok: bool, allowed: str) -> None:
-        if not ok:
-            raise ValueError(f"{name}={getattr(params, name)!r} is invalid: must be {allowed}")
+    num_agents: int = 1
+    """Agents per world (core/vector.py, run/evaluation.py): with K > 1, actions, rewards and observations gain a
+    leading (K,) axis. Default: 1."""
+
+    def action_space(self, params: Any = None) -> spaces.Discrete:
+        """`Discrete(num_actions)` for one agent; `AgentsDiscrete(num_actions, K)`, shape `(K,)`, for K agents."""
+        return agents_discrete(self.num_actions, self.num_agents)
+
+    # -- params -------------------------------------------------------------------------
+
+    def check_params(self, params: Any) -> None:
+        """ValueError naming the first parameter out of range and what is allowed; concrete (host) params only.
+        The registry calls it on every env's params, the trainer on every curriculum phase's. Default: no checks."""
+
+    def eval_params(self, params: Any) -> Any:
+        """The params to evaluate a policy with, from the trained ones (run/evaluation.py). Default: unchanged."""
+        return params
+
+    # -- episodes -----------------------------------------------------------------------
 
     def autoreset_state(self, key: jax.Array, stepped: Any, params: Any) -> Any:
-        """The state an episode that just ended continues from: `reset_env`'s, unless a subclass
-        prepares it during the episode (it is computed beside every step)."""
+        """The state an episode that just ended continues from (`step`, beside every step). Default: `reset_env`'s."""
         return self.reset_env(key, params)[1]
 
-    @partial(jax.jit, static_argnames=("self",))
+    @functools.partial(jax.jit, static_argnames=("self",))
     def step(
         self, key: jax.Array, state: Any, action: jax.Array, params: Any = None
     ) -> tuple[jax.Array, Any, jax.Array, jax.Array, jax.Array, dict[str, Any]]:
         if params is None:
             params = self.default_params
         _, stepped, reward, terminated, info = self.step_env(key, state, action, params)
-        stepped = fusion_boundary(stepped)  # observed from buffers, not recomputed per cell
+        stepped = kernels.fusion_boundary(stepped)  # observed from buffers, not recomputed per cell
         truncated = self.is_truncated(stepped, params)
         done = terminated | truncated
         fresh = self.autoreset_state(key, stepped, params)
@@ -155,3 +102,119 @@ class Env(environment.Environment):
             "final_observation": self.get_obs(stepped, params),
         }
         return self.get_obs(state, params), state, reward, terminated, truncated, info
+
+    # -- pictures -----------------------------------------------------------------------
+
+    @absent
+    def render_rgb(self, state: Any) -> jax.Array:
+        """(H, W, 3) uint8 picture of a state, jittable: the replay GIF, Gymnasium's rgb_array. Default: none."""
+
+    @absent
+    def render_text(self, state: Any) -> str:
+        """A state (concrete arrays) as text for a terminal: evaluation's render=terminal. Default: none."""
+
+    @absent
+    def caption(self, state: Any) -> str:
+        """A line for a replay frame (concrete arrays), beside the step and score: evaluation. Default: none."""
+
+    # -- bots and opponents -------------------------------------------------------------
+
+    bot_policy: str = ""
+    """A finished run whose greedy policy drives the env's bots (run/frozen.py attaches it). Default: "", none."""
+
+    @absent
+    def with_bot_policy(self, policy: Callable) -> Env:
+        """This env with `policy(obs, key) -> actions` driving its bots: run/frozen.py, evaluation. Default: none."""
+
+    opponent_slots: int | None = None
+    """Seats self-play can fill with past policies (algos/selfplay.py). Default: None, the env has no opponents."""
+
+    @absent
+    def versus(self) -> Env:
+        """This env taking every seat's action, `(num_agents + opponent_slots,)`: self-play. Default: none."""
+
+    @absent
+    def opponent_obs(self, state: Any) -> jax.Array:
+        """(opponent_slots, *one agent's observation): what each opponent seat sees, for self-play. Default: none."""
+
+    @absent
+    def opponent_actions(self, key: jax.Array, state: Any) -> jax.Array:
+        """(opponent_slots,) int: the env's own bots' actions in those seats, for self-play. Default: none."""
+
+    @staticmethod
+    @absent
+    def learner_result(info: dict) -> jax.Array:
+        """() float32 from a game's last step's info: 1 learners won, 0.5 level, 0 lost (self-play). Default: none."""
+
+    # -- batching -----------------------------------------------------------------------
+
+    @absent
+    def vectorized(self, num_envs: int) -> Any:
+        """The env's own batch of `num_envs` worlds (core/vector.py; self-play's). Default: none, a `VectorEnv`."""
+
+
+# The optional hooks, in the order docs/envs.md lists them.
+HOOKS = (
+    "num_agents",
+    "check_params",
+    "eval_params",
+    "autoreset_state",
+    "render_rgb",
+    "render_text",
+    "caption",
+    "bot_policy",
+    "with_bot_policy",
+    "opponent_slots",
+    "versus",
+    "opponent_obs",
+    "opponent_actions",
+    "learner_result",
+    "vectorized",
+)
+
+
+def hook(env: Any, name: str) -> Any:
+    """`env`'s hook `name`, or `Env`'s default for an env without it (any gymnax env that is not an `Env`)."""
+    if hasattr(env, _known(name)):
+        return getattr(env, name)
+    default = inspect.getattr_static(Env, name)
+    return default.__get__(env, type(env)) if hasattr(default, "__get__") else default
+
+
+def offers(env: Any, name: str) -> bool:
+    """Whether `env` has hook `name` of its own: not missing, not None, and not `Env`'s declaration."""
+    found, declared = getattr(env, _known(name), None), getattr(Env, name)
+    if found is None:
+        return False
+    return getattr(found, "__func__", found) is not declared if callable(declared) else found != declared
+
+
+def _known(name: str) -> str:
+    if name not in HOOKS:
+        raise ValueError(f"{name!r} is not an env hook; the hooks: {', '.join(HOOKS)}")
+    return name
+
+
+# Names that moved out of this module, importable here for one release with a DeprecationWarning.
+MOVED = {
+    "hash32": "jaxrl.envs.kernels",
+    "fusion_boundary": "jaxrl.envs.kernels",
+    "pick": "jaxrl.envs.kernels",
+    "INT32_MAX": "jaxrl.envs.checks",
+    "whole": "jaxrl.envs.checks",
+    "finite32": "jaxrl.envs.checks",
+    "GIF_PIXELS": "jaxrl.envs.render",
+    "upscale": "jaxrl.envs.render",
+    "AgentsDiscrete": "jaxrl.envs.spaces",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name not in MOVED:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    warnings.warn(
+        f"{__name__}.{name} moved to {MOVED[name]}.{name}; the old path goes in the next release",
+        DeprecationWarning,
+        stacklevel=2,
+    )
+    return getattr(importlib.import_module(MOVED[name]), name)

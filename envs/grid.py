@@ -14,7 +14,10 @@ import numpy as np
 from flax import struct
 from gymnax.environments import environment, spaces
 
-from jaxrl.envs.base import INT32_MAX, AgentsDiscrete, Env, finite32, hash32, pick, whole
+from jaxrl.envs.base import Env
+from jaxrl.envs.checks import FINITE, INT32_MAX, check, check_int_setting, whole
+from jaxrl.envs.kernels import hash32, mix, pick
+from jaxrl.envs.spaces import agents_box
 
 
 def materialize(x: jax.Array) -> jax.Array:
@@ -89,23 +92,19 @@ class GridWorld(Env):
         the way, ties at random), else wanders at random. Learners see them as "another agent".
     """
 
+    name = "grid"
+    num_actions = 6
+
     START_SALT = 0x5EED_0003  # start cells; reset's maps hash the key with RESET_SALT, steps with STEP_SALT
     BOT_SALT = 0x5EED_0006  # the bots' wandering moves and tie-breaks
 
     def __init__(self, size: int = 8, num_agents: int = 1, view: int = 5, num_bots: int = 0):
         super().__init__()
-        if not isinstance(size, int) or isinstance(size, bool) or not 3 <= size <= 24:
-            raise ValueError(f"grid size must be an integer from 3 to 24, got {size!r}")
+        check_int_setting("grid size", size, 3, 24)
         if not isinstance(view, int) or isinstance(view, bool) or view not in (3, 5, 7):
             raise ValueError(f"grid view must be 3, 5 or 7, got {view!r}")
-        if not isinstance(num_agents, int) or isinstance(num_agents, bool) or not 1 <= num_agents <= size * size // 2:
-            raise ValueError(f"grid num_agents must be an integer from 1 to size^2/2, got {num_agents!r}")
-        if (
-            not isinstance(num_bots, int)
-            or isinstance(num_bots, bool)
-            or not 0 <= num_bots <= size * size // 2 - num_agents
-        ):
-            raise ValueError(f"grid num_bots must be an integer from 0 to size^2/2 - num_agents, got {num_bots!r}")
+        check_int_setting("grid num_agents", num_agents, 1, size * size // 2, "size^2/2")
+        check_int_setting("grid num_bots", num_bots, 0, size * size // 2 - num_agents, "size^2/2 - num_agents")
         self.size, self.num_agents, self.view, self.num_bots = size, num_agents, view, num_bots
         self.num_bodies = num_agents + num_bots  # learners first, then the scripted bots
         self._versus = False  # every body's action given (`versus`)
@@ -124,34 +123,20 @@ class GridWorld(Env):
         return EnvParams()
 
     def check_params(self, params: EnvParams) -> None:
-        req = self._require
-        req(
+        check(
             params,
-            "max_steps_in_episode",
-            whole(params.max_steps_in_episode) >= self.size,
-            f"an integer from size ({self.size}) to {INT32_MAX}: the next episode's map is drawn a row per step",
+            (
+                "max_steps_in_episode",
+                lambda x: whole(x) >= self.size,
+                f"an integer from size ({self.size}) to {INT32_MAX}: the next episode's map is drawn a row per step",
+            ),
+            ("regrow_delay", lambda x: 1 <= whole(x) <= 32767, "an integer from 1 to 32767"),
+            (("wall_density", "resource_density"), lambda x: 0 <= float(x) <= 1, "in [0, 1]"),
+            (("reward_collect", "reward_step"), *FINITE),
         )
-        req(params, "regrow_delay", 1 <= whole(params.regrow_delay) <= 32767, "an integer from 1 to 32767")
-        for name in ("wall_density", "resource_density"):
-            req(params, name, 0 <= float(getattr(params, name)) <= 1, "in [0, 1]")
-        for name in ("reward_collect", "reward_step"):
-            req(params, name, finite32(getattr(params, name)), "a finite float32")
-
-    @property
-    def name(self) -> str:
-        return "grid"
-
-    @property
-    def num_actions(self) -> int:
-        return 6
-
-    def action_space(self, params: EnvParams | None = None) -> spaces.Discrete:
-        """`Discrete(6)` for one agent; `AgentsDiscrete(6, K)`, shape `(K,)`, for K agents."""
-        return spaces.Discrete(6) if self.num_agents == 1 else AgentsDiscrete(6, self.num_agents)
 
     def observation_space(self, params: EnvParams | None = None) -> spaces.Box:
-        shape = (self.view, self.view, len(CHANNELS))
-        return spaces.Box(0, 1, shape if self.num_agents == 1 else (self.num_agents, *shape), jnp.uint8)
+        return agents_box((self.view, self.view, len(CHANNELS)), self.num_agents)
 
     # -- helpers ----------------------------------------------------------------------
     # Under vmap, XLA's CPU fusion builds every output element of a kernel from scratch. The step
@@ -263,7 +248,7 @@ class GridWorld(Env):
         # One row of the next episode's map is redrawn per step: drawing the whole map beside every
         # step (auto-reset runs under vmap as a select) cost more than the step itself.
         redraw = (state.time % self.size).reshape(1)
-        mixed = self._mix(key, self.STEP_SALT)
+        mixed = mix(key, self.STEP_SALT)
         new_walls = self._draw_rows(mixed, 0, params.wall_density, redraw)
         new_sources = self._draw_rows(mixed, 1, params.resource_density, redraw) & ~new_walls
         is_row = self._rows == redraw
@@ -357,11 +342,6 @@ class GridWorld(Env):
             equal = equal & ~(p ^ t)
         return jnp.where(threshold >= 32, self._full_row, less & self._full_row)
 
-    def _mix(self, key: jax.Array, salt: int) -> jax.Array:
-        words = jax.random.key_data(key) if jnp.issubdtype(key.dtype, jax.dtypes.prng_key) else key
-        words = words.reshape(-1).astype(jnp.uint32)
-        return hash32(words[0] ^ hash32(words[-1] ^ jnp.uint32(salt)))
-
     def _maps(self, mixed: jax.Array, params: EnvParams, salt: int) -> tuple[jax.Array, jax.Array]:
         """A whole map: (walls, sources) rows."""
         walls = self._draw_rows(mixed, salt, params.wall_density, self._rows)
@@ -396,7 +376,7 @@ class GridWorld(Env):
         )
 
     def reset_env(self, key: jax.Array, params: EnvParams):
-        mixed = self._mix(key, self.RESET_SALT)
+        mixed = mix(key, self.RESET_SALT)
         state = self._start(key, *self._maps(mixed, params, 0), *self._maps(mixed, params, 2))
         return self.get_obs(state), state
 

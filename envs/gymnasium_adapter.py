@@ -29,8 +29,10 @@ from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 from gymnax.environments import spaces
 
-from jaxrl.envs.base import GIF_PIXELS, AgentsDiscrete, upscale
+from jaxrl.envs.base import offers
 from jaxrl.envs.registry import spec
+from jaxrl.envs.render import GIF_PIXELS, upscale
+from jaxrl.envs.spaces import AgentsDiscrete
 
 KEYS_AT_ONCE = 1024  # the single env's keys are split this many at a time
 
@@ -66,7 +68,7 @@ class _Adapted:
 
 
 def _check_render_mode(env: Any, name: str, render_mode: str | None) -> list[str]:
-    modes = ["rgb_array"] if hasattr(env, "render_rgb") else []
+    modes = ["rgb_array"] if offers(env, "render_rgb") else []
     if render_mode is not None and render_mode not in modes:
         allowed = ", ".join(modes) if modes else "none: it does not draw itself"
         raise ValueError(f"render_mode={render_mode!r} is not supported by {name}; allowed: {allowed}")

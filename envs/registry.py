@@ -23,7 +23,8 @@ from typing import Any, Optional
 
 import gymnax
 
-from jaxrl.envs.base import INT32_MAX, finite32
+from jaxrl.envs.base import hook
+from jaxrl.envs.checks import INT32_MAX, finite32
 
 
 class UnknownEnvError(ValueError):
@@ -113,12 +114,10 @@ class EnvSpec:
 
     @staticmethod
     def check(env: Any, params: Any) -> None:
-        """EnvSettingError naming the first parameter out of range: the env's own `check_params` when it
-        has one, and for every env the rules any traced parameter obeys (see `check_numbers`)."""
-        check = getattr(env, "check_params", None)
+        """EnvSettingError naming the first parameter out of range: the env's `check_params` hook, then for
+        every env the rules any traced parameter obeys (see `check_numbers`)."""
         try:
-            if check is not None:
-                check(params)
+            hook(env, "check_params")(params)
             check_numbers(params)
         except ValueError as e:
             raise EnvSettingError(str(e)) from None

@@ -15,11 +15,10 @@ import numpy as np
 from flax import struct
 from gymnax.environments import environment, spaces
 
-from jaxrl.envs.base import INT32_MAX, Env, finite32, fusion_boundary, pick, whole
+from jaxrl.envs.base import Env
+from jaxrl.envs.checks import COUNT, FINITE, SHARE, check, check_int_setting
+from jaxrl.envs.kernels import DCOL, DROW, fusion_boundary, pick  # DROW, DCOL: the four absolute actions' moves
 
-# Row and column offsets of the four actions: 0 up, 1 right, 2 down, 3 left.
-DROW = (-1, 0, 1, 0)
-DCOL = (0, 1, 0, -1)
 START_LENGTH = 3
 VIEWS = ("world", "ego")  # the whole board as it lies, or turned so that the snake heads up
 ACTIONS = ("absolute", "relative")  # four compass moves, or turn left / straight on / turn right
@@ -98,10 +97,11 @@ class Snake(Env):
         the step, before any reset).
     """
 
+    name = "snake"
+
     def __init__(self, size: int = 10, view: str = "world", actions: str = "absolute"):
         super().__init__()
-        if not isinstance(size, int) or isinstance(size, bool) or not 4 <= size <= 64:
-            raise ValueError(f"snake size must be an integer from 4 to 64, got {size!r}")
+        check_int_setting("snake size", size, 4, 64)
         if view not in VIEWS:
             raise ValueError(f"snake view={view!r} is invalid: allowed {', '.join(VIEWS)}")
         if actions not in ACTIONS:
@@ -125,12 +125,12 @@ class Snake(Env):
         return EnvParams(max_steps_in_episode=100 * self.num_cells, hunger_limit=self.num_cells)
 
     def check_params(self, params: EnvParams) -> None:
-        for name in ("max_steps_in_episode", "hunger_limit"):
-            self._require(params, name, whole(getattr(params, name)) >= 1, f"an integer from 1 to {INT32_MAX}")
-        for name in ("reward_apple", "reward_death", "reward_step", "shaping"):
-            self._require(params, name, finite32(getattr(params, name)), "a finite float32")
-        for name in ("shaping_gamma", "mirror_prob"):
-            self._require(params, name, 0 <= float(getattr(params, name)) <= 1, "a number from 0 to 1")
+        check(
+            params,
+            (("max_steps_in_episode", "hunger_limit"), *COUNT),
+            (("reward_apple", "reward_death", "reward_step", "shaping"), *FINITE),
+            (("shaping_gamma", "mirror_prob"), *SHARE),
+        )
 
     def eval_params(self, params: EnvParams) -> EnvParams:
         """The params to evaluate a policy with: the hunger limit cannot cut a legal game short
@@ -139,15 +139,8 @@ class Snake(Env):
         return params.replace(hunger_limit=hunger_limit, shaping=jnp.zeros_like(params.shaping))
 
     @property
-    def name(self) -> str:
-        return "snake"
-
-    @property
     def num_actions(self) -> int:
         return 3 if self.actions == "relative" else 4
-
-    def action_space(self, params: EnvParams | None = None) -> spaces.Discrete:
-        return spaces.Discrete(self.num_actions)
 
     def observation_space(self, params: EnvParams | None = None) -> spaces.Box:
         return spaces.Box(0, 1, (self.size, self.size, 3), jnp.uint8)
@@ -351,9 +344,6 @@ class Snake(Env):
     def is_truncated(self, state: EnvState, params: EnvParams) -> jax.Array:
         hungry = ~params.hunger_kills & (state.hunger >= params.hunger_limit)  # else a death, in step_env
         return (state.time >= params.max_steps_in_episode) | hungry
-
-    def is_terminated(self, state: EnvState, params: EnvParams) -> jax.Array:
-        return state.length >= self.num_cells
 
     def render_rgb(self, state: EnvState) -> jax.Array:
         """(size, size, 3) uint8 picture of the board as it lies: green body, bright head, red apple."""

@@ -197,9 +197,10 @@ class Run:
     ) -> Path:
         """The GIF of the best of `episodes` episodes per seed (default RUN_DIR/replay.gif)."""
         from jaxrl.config.environment import make_env
+        from jaxrl.envs.base import offers
         from jaxrl.run.evaluation import evaluate
 
-        if not hasattr(make_env(self.config)[0], "render_rgb"):  # before anything is written
+        if not offers(make_env(self.config)[0], "render_rgb"):  # before anything is written
             raise ConfigError(f"{self.config.env.name} does not draw itself as a picture; no replay")
         result = evaluate(self, episodes=episodes, greedy=greedy, render="gif", fps=fps, out=path, member=member)
         return Path(result["replay"])

@@ -118,6 +118,7 @@ SLOW_TIER = {
     "tests/algos/test_recurrent.py::test_evaluation_writes_a_replay_for_a_recurrent_snake",
     "tests/test_api.py::test_replay_writes_the_best_episode_gif",
     "tests/algos/test_pqn.py::test_pqn_on_several_agents_trains_evaluates_and_resumes",
+    "tests/algos/test_a2c.py::test_a2c_on_several_agents_trains_evaluates_and_resumes",
     "tests/envs/test_registry.py::test_a_script_that_registers_its_env_trains_it_from_the_command_line",
     # second variants of a mechanism whose first variant stays in the default tier
     "tests/run/test_reliability.py::test_training_passes_the_key_reuse_checker[snake-dqn]",

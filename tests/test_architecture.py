@@ -186,3 +186,34 @@ assert selfplay is sys.modules["jaxrl.algos.selfplay"]
 """.format(moved=MOVED)
     proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=False, cwd=ROOT)
     assert proc.returncode == 0, proc.stderr[-2000:]
+
+
+# Names that moved out of a module (old module -> {name: new module}); the old paths work for one release and warn.
+MOVED_NAMES = {
+    "jaxrl.envs.base": {
+        "hash32": "jaxrl.envs.kernels",
+        "fusion_boundary": "jaxrl.envs.kernels",
+        "pick": "jaxrl.envs.kernels",
+        "INT32_MAX": "jaxrl.envs.checks",
+        "whole": "jaxrl.envs.checks",
+        "finite32": "jaxrl.envs.checks",
+        "GIF_PIXELS": "jaxrl.envs.render",
+        "upscale": "jaxrl.envs.render",
+        "AgentsDiscrete": "jaxrl.envs.spaces",
+    },
+}
+
+
+def test_old_paths_of_moved_names_warn_and_are_the_same_objects():
+    import importlib
+    import warnings
+
+    for old, names in MOVED_NAMES.items():
+        module = importlib.import_module(old)
+        for name, new in names.items():
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                found = getattr(module, name)
+            assert found is getattr(importlib.import_module(new), name), f"{old}.{name}"
+            said = [str(w.message) for w in caught if w.category is DeprecationWarning]
+            assert said == [f"{old}.{name} moved to {new}.{name}; the old path goes in the next release"], said

@@ -28,6 +28,7 @@ from flax import struct
 from jaxrl.core.pool import SPARE, Pool, grouped_apply
 from jaxrl.core.stats import all_finite
 from jaxrl.core.vector import VectorEnv
+from jaxrl.envs.base import hook
 from jaxrl.errors import ConfigError
 
 DRAW_SALT = 0x5EED_0101  # the pool slot a new game draws (hashed from the world's step key)
@@ -49,7 +50,7 @@ class Seats:
 
 def check_env(env: Any) -> None:
     """ConfigError unless `env` has opponent seats self-play can fill."""
-    slots = getattr(env, "opponent_slots", None)
+    slots = hook(env, "opponent_slots")
     if slots is None:
         raise ConfigError(
             f"opponents=selfplay needs an env with opponents: env=arena or env=grid with env.num_bots >= 1"

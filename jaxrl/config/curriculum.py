@@ -127,8 +127,9 @@ def for_config(cfg: Any, env: Any, env_params: Any, steps_per_update: int) -> Cu
     if not cfg.curriculum:
         return None
     from jaxrl import envs
+    from jaxrl.envs.base import hook
 
     shape_keys = tuple(envs.spec(cfg.env.name).shape_keys)
-    check = getattr(env, "check_params", None)
+    check = hook(env, "check_params")
     phases = build_phases(cfg.curriculum, cfg.env.name, env_params, shape_keys, steps_per_update, check)
     return Curriculum(phases, env_params)

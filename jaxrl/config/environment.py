@@ -1,5 +1,6 @@
 """The env a run config names: its settings, built (`make_env`) or applied to params of one already built,
-each refusal of the env's a `ConfigError` of one line naming the env setting."""
+each refusal of the env's a `ConfigError` of one line naming the env setting. `cfg` is a
+`jaxrl.config.schema.TrainConfig`, not imported: the schema keeps these names' old paths for a release."""
 
 from __future__ import annotations
 
@@ -7,11 +8,10 @@ import contextlib
 import dataclasses
 from typing import Any
 
-from jaxrl.config.schema import TrainConfig
 from jaxrl.errors import ConfigError
 
 
-def env_settings(cfg: TrainConfig) -> dict[str, Any]:
+def env_settings(cfg: Any) -> dict[str, Any]:
     """The env group's settings but its name (constructor arguments and EnvParams overrides).
 
     An env with potential-based shaping (`shaping_gamma`, e.g. Snake) gets the learner's `algo.gamma`
@@ -23,7 +23,7 @@ def env_settings(cfg: TrainConfig) -> dict[str, Any]:
     return settings
 
 
-def make_env(cfg: TrainConfig) -> tuple[Any, Any]:
+def make_env(cfg: Any) -> tuple[Any, Any]:
     """(env, env_params) the config names, with its settings applied and checked; ConfigError otherwise."""
     from jaxrl import envs
 
@@ -31,7 +31,7 @@ def make_env(cfg: TrainConfig) -> tuple[Any, Any]:
         return envs.spec(cfg.env.name).make(**env_settings(cfg))
 
 
-def env_params(cfg: TrainConfig, env: Any, params: Any) -> Any:
+def env_params(cfg: Any, env: Any, params: Any) -> Any:
     """The env params `cfg` sets over `params` of an env already built with cfg's constructor settings (a
     sweep member's); ConfigError otherwise. No env is built."""
     from jaxrl import envs

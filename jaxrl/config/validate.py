@@ -13,7 +13,7 @@ from jaxrl.config.registry import LOGGERS
 from jaxrl.config.schema import DEVICES, OPPONENTS, TrainConfig, check_distributed, float32, logger_names
 from jaxrl.core.networks import ACTIVATIONS, NETWORKS, RECURRENT
 from jaxrl.core.precision import PRECISIONS
-from jaxrl.envs.base import INT32_MAX  # counts and sizes become int32 inside the compiled program
+from jaxrl.envs.checks import INT32_MAX  # counts and sizes become int32 inside the compiled program
 from jaxrl.errors import ConfigError
 
 SEED_MAX = 2**32 - 1  # jax.random.key keeps 32 bits of the seed: larger ones would collide

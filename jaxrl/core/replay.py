@@ -23,11 +23,11 @@ from flax import struct
 
 from jaxrl.core.groups import group_major, merge_groups
 from jaxrl.core.groups import keys as group_keys
-from jaxrl.envs.base import fusion_boundary
+from jaxrl.envs.kernels import fusion_boundary
 
 
 def materialize(tree, token: jax.Array):
-    """`tree` unchanged, computed into buffers before any consumer reads it (`envs.base.fusion_boundary`).
+    """`tree` unchanged, computed into buffers before any consumer reads it (`envs.kernels.fusion_boundary`).
 
     XLA's CPU fusion folded the producer of an observation (the whole env step) into the fused
     write of the replay, recomputing it for every stored element (every bit, when packed), which

@@ -15,12 +15,13 @@ import jax
 import jax.numpy as jnp
 from gymnax.environments import spaces
 
+from jaxrl.envs.base import hook, offers
+
 
 def make(env: Any, num_envs: int) -> VectorEnv:
     """The batch of `num_envs` worlds an algorithm steps: the env's own (`env.vectorized`, e.g. self-play's)
     or a `VectorEnv`."""
-    own = getattr(env, "vectorized", None)
-    return own(num_envs) if own is not None else VectorEnv(env, num_envs)
+    return env.vectorized(num_envs) if offers(env, "vectorized") else VectorEnv(env, num_envs)
 
 
 class VectorEnv:
@@ -29,7 +30,7 @@ class VectorEnv:
     def __init__(self, env: Any, num_envs: int):
         self.env = env
         self.num_envs = num_envs
-        self.num_agents = int(getattr(env, "num_agents", 1))
+        self.num_agents = int(hook(env, "num_agents"))
         self.streams = num_envs * self.num_agents
 
     def observation_space(self, params: Any):

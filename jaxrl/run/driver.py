@@ -22,7 +22,7 @@ from jaxrl.config.schema import ConfigError, TrainConfig, agents_per_world
 from jaxrl.core import loop
 from jaxrl.core.precision import with_matmul_precision
 from jaxrl.core.stats import UpdateStats, all_finite
-from jaxrl.envs.base import INT32_MAX
+from jaxrl.envs.checks import INT32_MAX
 from jaxrl.errors import NonFiniteError
 from jaxrl.run.compiling import compile_aside, compile_jit
 from jaxrl.scale.distributed import any_process

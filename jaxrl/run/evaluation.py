@@ -53,7 +53,8 @@ import numpy as np
 
 from jaxrl.algos.base import PolicyFn
 from jaxrl.config.compose import UsageError
-from jaxrl.envs.base import GIF_PIXELS, upscale
+from jaxrl.envs.base import hook, offers
+from jaxrl.envs.render import GIF_PIXELS, upscale
 from jaxrl.run.loggers import write_json
 
 # Step info keys that describe the episode, carried to its end when the env has them: `won` holds once set; the
@@ -133,7 +134,7 @@ def default_max_steps(env_params: Any) -> int:
 
 def params_for_eval(env: Any, trained: Any) -> Any:
     """The env params to play with, per seed: the env's `eval_params` of the trained ones, where it has one."""
-    if not hasattr(env, "eval_params"):
+    if not offers(env, "eval_params"):
         return trained
     evaluated = jax.vmap(env.eval_params)(trained)
     return jax.tree.map(lambda new, old: jnp.asarray(new, old.dtype), evaluated, trained)  # dtypes as trained
@@ -177,7 +178,7 @@ def _start(env: Any, env_params: Any, key: jax.Array, num_episodes: int, carry: 
 def _advance(env: Any, env_params: Any, policy: PolicyFn, params: Any, c: dict[str, Any]) -> dict[str, Any]:
     """Every env steps once; episodes that already ended stop counting."""
     num_episodes = c["alive"].shape[0]
-    agents = int(getattr(env, "num_agents", 1))
+    agents = int(hook(env, "num_agents"))
     key, act_key, step_key = jax.random.split(c["key"], 3)
     obs = c["obs"]
     if agents > 1:  # every agent acts with the shared policy; the world's return sums theirs
@@ -331,7 +332,7 @@ def evaluate(
         result["env_params_changed"] = changed
     result.update(run_dir=str(run.run_dir), seconds=time.perf_counter() - t0)
     drawer = {"gif": "render_rgb", "terminal": "render_text"}.get(render)
-    if drawer is not None and hasattr(env, drawer):
+    if drawer is not None and offers(env, drawer):
         best = result["best"]
         picture = env.render_rgb if render == "gif" else (lambda s: s)  # states, drawn as text below
         draw = lambda s: (picture(s), s)
@@ -339,7 +340,7 @@ def evaluate(
         seed_trees = (jax.tree.map(lambda x: x[best["seed"]], tree) for tree in (params, env_params))
         (frames, states), progress = jax.device_get(jax.jit(replay)(keys[best["seed"]], *seed_trees))
         lines = captions(progress, best)
-        if hasattr(env, "caption"):  # the env's own line per frame (the arena: every snake's length)
+        if offers(env, "caption"):  # the env's own line per frame (the arena: every snake's length)
             lines = [
                 f"{line}   {env.caption(jax.tree.map(lambda x, t=t: x[t], states))}" for t, line in enumerate(lines)
             ]
@@ -370,7 +371,7 @@ def with_opponents(env: Any, env_params: Any, opponents: str | None, num_bots: i
     or a run directory's greedy policy (`opponents`), and how many (`num_bots`); UsageError elsewhere."""
     if opponents is None and num_bots is None:
         return env, env_params, {}
-    if not hasattr(env, "with_bot_policy"):
+    if not offers(env, "with_bot_policy"):
         raise UsageError(f"opponents= and num_bots= apply to the arena only, not to {env.name}")
     fill = lambda field, value: jnp.full_like(getattr(env_params, field), value)
     against: dict[str, Any] = {}

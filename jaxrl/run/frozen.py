@@ -10,13 +10,14 @@ from typing import Any
 
 import jax
 
+from jaxrl.envs.base import hook
 from jaxrl.errors import ConfigError
 
 
 def with_frozen_bots(env: Any) -> Any:
     """`env` with the greedy policy of its `bot_policy` run attached (`env.with_bot_policy`); unchanged when
     it names none. ConfigError, one line, when the directory is not a finished arena run it can use."""
-    path = getattr(env, "bot_policy", "")
+    path = hook(env, "bot_policy")
     if not path:
         return env
     return env.with_bot_policy(frozen_policy(str(Path(path).expanduser().resolve()), env.observation_space().shape))

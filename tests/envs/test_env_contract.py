@@ -1,4 +1,9 @@
-"""The contract every env of ours meets: compiles once, vmaps, stays in its spaces, finite values."""
+"""The contract every env meets: ours compile once, vmap, stay in their spaces with finite values; every registered
+env (ours and a gymnax id) keeps the hooks envs/base.py declares, with their signatures and return types."""
+
+import inspect
+import re
+from pathlib import Path
 
 import chex
 import gymnax
@@ -6,8 +11,10 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from gymnax.environments import environment, spaces
 
 from jaxrl import envs
+from jaxrl.envs.base import HOOKS, Env, hook, offers
 
 OUR_ENVS = [name for name in envs.registered_names() if name not in gymnax.registered_envs]
 
@@ -86,3 +93,121 @@ def test_gymnax_ids_pass_through():
     env, params = envs.make("CartPole-v1")
     obs, _ = env.reset(jax.random.key(0), params)
     assert obs.shape == (4,)
+
+
+# -- the hooks of envs/base.py --------------------------------------------------------------------------------
+
+HOOK_CASES = [  # small settings, every hook an env of ours offers exercised at least once
+    ("snake", {"size": 5}),
+    ("grid", {"size": 5, "num_agents": 2, "num_bots": 1, "view": 3}),
+    ("arena", {"size": 7, "num_snakes": 3, "num_agents": 2, "view": 5}),
+    ("arena_open", {"width": 8, "height": 8, "num_snakes": 2, "num_food": 2, "view": 3}),
+    ("CartPole-v1", {}),  # a plain gymnax env: every hook is Env's default
+]
+assert set(OUR_ENVS) < {name for name, _ in HOOK_CASES}, "every env of ours needs a hook case"
+GYMNAX_METHODS = ("step_env", "reset_env", "get_obs", "is_truncated", "action_space", "observation_space")
+VALUE_HOOKS = {"num_agents": int, "bot_policy": str, "opponent_slots": (int, type(None))}
+
+
+def parameter_names(fn) -> list[str]:
+    return list(inspect.signature(fn).parameters)
+
+
+def base_default(env, name: str):
+    """Env's (or, for gymnax's own methods, gymnax's) declaration of `name`, bound to `env` as the env's own is."""
+    base = Env if name in HOOKS else environment.Environment
+    return inspect.getattr_static(base, name).__get__(env, type(env))
+
+
+def defines(env, name: str) -> bool:
+    """Whether `env`'s class has its own `name`, not the base's."""
+    base = Env if name in HOOKS else environment.Environment
+    own = inspect.getattr_static(type(env), name, None)
+    return own is not None and own is not inspect.getattr_static(base, name)
+
+
+@pytest.mark.parametrize("name", [*OUR_ENVS, "CartPole-v1"])
+def test_every_registered_env_builds_with_default_settings_names_itself_and_passes_its_checks(name):
+    env, params = envs.make(name)  # only built: the default open arena is large to step
+    assert isinstance(env.name, str) and (env.name == name or name not in OUR_ENVS)
+    assert hook(env, "check_params")(params) is None
+    envs.spec(name).check(env, params)
+
+
+def test_every_hook_is_declared_on_env_and_documented():
+    text = (Path(__file__).resolve().parents[2] / "docs" / "envs.md").read_text()
+    contract = text.split("## The env contract", 1)[1].split("\n## ", 1)[0]
+    listed = re.findall(r"^\| `(\w+)", contract, re.MULTILINE)
+    assert listed == list(HOOKS), "docs/envs.md's contract table lists the hooks of envs.base.HOOKS, in order"
+    for name in HOOKS:
+        declared = inspect.getattr_static(Env, name)
+        assert name in VALUE_HOOKS or (declared.__doc__ or "").strip(), f"Env.{name} says who calls it"
+
+
+@pytest.mark.parametrize("name,kwargs", HOOK_CASES)
+def test_overridden_hooks_keep_the_declared_signatures(name, kwargs):
+    env, _ = envs.make(name, **kwargs)
+    for hook_name in (*HOOKS, *GYMNAX_METHODS):
+        if hook_name in VALUE_HOOKS:
+            assert isinstance(hook(env, hook_name), VALUE_HOOKS[hook_name]), hook_name
+        elif defines(env, hook_name):
+            own, declared = parameter_names(getattr(env, hook_name)), parameter_names(base_default(env, hook_name))
+            assert own == declared, f"{name}.{hook_name}{own}: declared as {hook_name}{declared}"
+
+
+@pytest.mark.parametrize("name,kwargs", HOOK_CASES)
+def test_spaces_steps_and_offered_hooks_agree(name, kwargs):
+    env, params = envs.make(name, **kwargs)
+    agents = hook(env, "num_agents")
+    action_space, obs_space = env.action_space(params), env.observation_space(params)
+    assert isinstance(action_space, spaces.Discrete) and action_space.n == env.num_actions
+    assert action_space.shape == (() if agents == 1 else (agents,))
+    assert agents == 1 or obs_space.shape[0] == agents
+    per_world = () if agents == 1 else (agents,)
+
+    @jax.jit
+    def episode(key):
+        obs, state = env.reset(key, params)
+
+        def body(state, key):
+            act_key, step_key = jax.random.split(key)
+            obs, state, reward, terminated, truncated, info = env.step(
+                step_key, state, action_space.sample(act_key), params
+            )
+            return state, (obs, state, reward, terminated, truncated, info)
+
+        return obs, state, jax.lax.scan(body, state, jax.random.split(key, 3))[1]
+
+    first, start, (obs, states, reward, terminated, truncated, info) = episode(jax.random.key(0))
+    for o in (first, obs[0]):
+        assert o.shape == obs_space.shape and o.dtype == obs_space.dtype
+    assert reward.shape == (3, *per_world) and terminated.shape == truncated.shape == (3,)
+    state = jax.tree.map(lambda x: x[-1], states)
+
+    evaluated = hook(env, "eval_params")(params)
+    assert type(evaluated) is type(params)
+    assert jax.tree.structure(evaluated) == jax.tree.structure(params)
+    fresh = hook(env, "autoreset_state")(jax.random.key(1), state, params)
+    assert jax.tree.map(jnp.shape, fresh) == jax.tree.map(jnp.shape, start)
+    if offers(env, "render_rgb"):
+        frames = jax.jit(jax.vmap(env.render_rgb))(states)
+        assert frames.dtype == jnp.uint8 and frames.ndim == 4 and frames.shape[0] == 3 and frames.shape[-1] == 3
+    for drawn in ("render_text", "caption"):
+        if offers(env, drawn):
+            assert isinstance(getattr(env, drawn)(state), str)
+    if offers(env, "with_bot_policy"):
+        assert type(env.with_bot_policy(lambda obs, key: jnp.ones(obs.shape[0], jnp.int32))) is type(env)
+    slots = hook(env, "opponent_slots")
+    if slots:
+        assert type(env.versus()) is type(env)
+        seen = env.opponent_obs(state)
+        assert seen.shape == (slots, *obs_space.shape[len(per_world) :]) and seen.dtype == obs_space.dtype
+        acts = env.opponent_actions(jax.random.key(2), state)
+        assert acts.shape == (slots,) and jnp.issubdtype(acts.dtype, jnp.integer)
+        assert bool(jnp.all((acts >= 0) & (acts < env.num_actions)))
+        result = env.learner_result(jax.tree.map(lambda x: x[-1], info))
+        assert result.shape == () and result.dtype == jnp.float32 and 0 <= float(result) <= 1
+    assert not offers(env, "vectorized"), "an env steps as a VectorEnv; only wrappers (self-play's) batch themselves"
+    if name not in OUR_ENVS:
+        absent = [h for h in HOOKS if h not in VALUE_HOOKS and not hasattr(env, h)]
+        assert absent and not any(offers(env, h) for h in absent)

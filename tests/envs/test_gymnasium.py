@@ -55,7 +55,7 @@ def test_settings_and_bad_render_mode():
 
 
 def test_rgb_array_is_the_replay_gifs_frame():
-    from jaxrl.envs.base import GIF_PIXELS, upscale
+    from jaxrl.envs.render import GIF_PIXELS, upscale
 
     env = envs.to_gymnasium("snake", render_mode="rgb_array")
     env.reset(seed=0)

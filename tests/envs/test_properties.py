@@ -30,7 +30,7 @@ from flax import struct
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
-from jaxrl.envs.base import INT32_MAX
+from jaxrl.envs.checks import INT32_MAX
 from jaxrl.envs.grid import COLLECT, GridWorld
 from jaxrl.envs.grid import DCOL as GRID_DCOL
 from jaxrl.envs.grid import DROW as GRID_DROW
