@@ -17,7 +17,7 @@ from gymnax.environments import environment, spaces
 
 from jaxrl.envs.base import Env
 from jaxrl.envs.checks import COUNT, FINITE, SHARE, check, check_int_setting
-from jaxrl.envs.kernels import DCOL, DROW, fusion_boundary, pick  # DROW, DCOL: the four absolute actions' moves
+from jaxrl.envs.kernels import DCOL, DROW, fusion_boundary, pick
 
 START_LENGTH = 3
 VIEWS = ("world", "ego")  # the whole board as it lies, or turned so that the snake heads up

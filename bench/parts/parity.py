@@ -16,7 +16,8 @@ CartPole settings; left out, with a line, when SB3 is not installed). Their figu
 training-time mean (`bench.peers.purejaxrl_ref.final_return`). The verdict compares
 the means over the seeds. As in PureJaxRL, the DQN reference's seeds share one network init and
 exploration stream (dqn.py's fixed "dummy" key): only the envs' starts differ by seed. Quick mode
-runs one pair per reference (PPO on CartPole-v1 and Pendulum-v1, DQN on CartPole-v1), one seed.
+runs one pair per PureJaxRL reference (PPO on CartPole-v1 and Pendulum-v1, DQN on CartPole-v1), one seed;
+it leaves out A2C against SB3.
 """
 
 from __future__ import annotations

@@ -16,8 +16,12 @@ from jaxrl.bench.peers.sb3_peer import silent
 ZOO_CARTPOLE = {"n_envs": 8}  # rl-baselines3-zoo hyperparams/a2c.yml, CartPole-v1: the defaults otherwise
 
 
-def run_reference(env_name: str, seed: int, TOTAL_TIMESTEPS: float = 5e5) -> dict[str, float]:
-    """One SB3 A2C run: its final return, episodes ended and seconds."""
+def run_reference(env_name: str, seed: int, **overrides: Any) -> dict[str, float]:
+    """One SB3 A2C run: its final return, episodes ended and seconds. `TOTAL_TIMESTEPS` (default 5e5), as the
+    PureJaxRL references name their budget, is the only override."""
+    unknown = set(overrides) - {"TOTAL_TIMESTEPS"}
+    if unknown:
+        raise KeyError(f"unknown SB3 A2C reference settings: {sorted(unknown)}; known: ['TOTAL_TIMESTEPS']")
     from stable_baselines3 import A2C
     from stable_baselines3.common.callbacks import BaseCallback
     from stable_baselines3.common.env_util import make_vec_env
@@ -31,7 +35,7 @@ def run_reference(env_name: str, seed: int, TOTAL_TIMESTEPS: float = 5e5) -> dic
             )
             return True
 
-    total = int(TOTAL_TIMESTEPS)
+    total = int(overrides.get("TOTAL_TIMESTEPS", 5e5))
     env = make_vec_env(env_name, n_envs=ZOO_CARTPOLE["n_envs"], seed=seed)
     model = silent(A2C("MlpPolicy", env, seed=seed, device="cpu", verbose=0))
     t0 = time.perf_counter()

@@ -12,6 +12,7 @@ from typing import Any
 import flax.linen as nn
 import jax
 import jax.numpy as jnp
+import optax
 from flax import struct
 from gymnax.environments import spaces
 
@@ -29,6 +30,8 @@ from jaxrl.core.stats import ObsStats, UpdateStats, all_finite
 class ActorCriticConfig(OnPolicyConfig):
     """The fields of an actor-critic: GAE, the loss weights and what the network sees."""
 
+    max_grad_norm: float = 0.5  # global gradient-norm clip
+    activation: str = "tanh"  # tanh | relu | gelu | silu
     gae_lambda: float = 0.95  # GAE lambda
     ent_coef: float = 0.01  # entropy bonus weight
     vf_coef: float = 0.5  # value loss weight
@@ -38,10 +41,10 @@ class ActorCriticConfig(OnPolicyConfig):
 
     def validate(self, cfg: TrainConfig) -> None:
         """ConfigError naming the first actor-critic setting out of range or not dividing the rollout."""
-        super().validate(cfg)
         in_range("algo.gae_lambda", self.gae_lambda, 0, 1)
         for name in ("ent_coef", "vf_coef"):
             non_negative(f"algo.{name}", getattr(self, name))
+        super().validate(cfg)
 
 
 @struct.dataclass
@@ -80,9 +83,9 @@ def policy_outputs(action_space: Any) -> int:
 class ActorCritic(OnPolicy):
     """Static pieces of a feed-forward actor-critic run: env, network, optimizer and derived sizes.
 
-    `loss(params, obs_stats, batch, advantages, targets, memory)` is the subclass's: `minibatch_pass` gives
-    the policy head and values of its minibatch. A carried memory changes `forward`, `value`, `scan_steps`,
-    `learning_data`, the minibatches and `minibatch_pass` (`jaxrl.algos.recurrent_ppo`).
+    `loss(params, obs_stats, batch, advantages, targets, memory)` and `base_optimizer` are the subclass's:
+    `minibatch_pass` gives the policy head and values of its minibatch. A carried memory changes `forward`,
+    `value`, `scan_steps`, `learning_data`, the minibatches and `minibatch_pass` (`jaxrl.algos.recurrent_ppo`).
     """
 
     def __init__(self, cfg: TrainConfig, env: Any, env_params: Any):
@@ -124,6 +127,10 @@ class ActorCritic(OnPolicy):
         """Rollout bytes per transition: stored observation, action, log-prob, value, next value, reward,
         advantage and target, two flags."""
         return self.obs_codec.stored_bytes + 4 * max(1, self.action_size) + 4 * 6 + 2
+
+    def optimizer_with(self, lr: float | jax.Array) -> optax.GradientTransformation:
+        """`Base`'s, its state flattened into one vector per moment (the layout PPO's checkpoints hold)."""
+        return optax.flatten(super().optimizer_with(lr))
 
     def init(self, key: jax.Array, env_params: Any = None) -> ActorCriticRunner:
         """Fresh network, optimizer and envs for one seed."""

@@ -1,5 +1,6 @@
-"""What every algorithm builds on: `Base` (the skeleton each one shares), `EpsilonGreedy` (acting of the
-value-based ones), registration, and the `Algorithm` protocol (`jaxrl.core.algorithm`), re-exported.
+"""What every algorithm builds on: `Base` (the skeleton each one shares), the mixins `EpsilonGreedy` (acting of
+the value-based ones) and `TargetNetwork` (a target network moved every interval of env steps, with
+`interval_crossed`), registration, and the `Algorithm` protocol (`jaxrl.core.algorithm`), re-exported.
 
 An algorithm is one module in `jaxrl/algos/` that defines its config (an `AlgoConfig` subclass: its own
 fields, one doc line each, and `validate(cfg)`), a class implementing `Algorithm` (usually over `Base`),

@@ -21,7 +21,7 @@ from jaxrl.core.vector import VectorEnv
 def epoch_rates(lr: float, anneal: bool, update: jax.Array, num_updates: int, epochs: int, count: int) -> jax.Array:
     """(epochs, count) learning rates of the optimizer steps of update `update` (of `num_updates`),
     `count` minibatches per epoch: `lr`, or, annealed, linear from lr at the run's first step to 0
-    after its last (float32 from the update counter; see `PPO.learning_rates`)."""
+    after its last (float32 from the update counter; see `OnPolicy.learning_rates`)."""
     shape = (epochs, count)
     if not anneal:
         return jnp.full(shape, lr, jnp.float32)

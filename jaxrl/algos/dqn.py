@@ -17,7 +17,14 @@ import jax.numpy as jnp
 import optax
 from flax import struct
 
-from jaxrl.algos.base import Allocation, Base, EpsilonGreedy, TargetNetwork, register
+from jaxrl.algos.base import (
+    Allocation,
+    Base,
+    EpsilonGreedy,
+    TargetNetwork,
+    interval_crossed,  # noqa: F401 - its path before TargetNetwork took it
+    register,
+)
 from jaxrl.algos.common import feed_forward_only, linear_epsilon, q_network
 from jaxrl.config.schema import AlgoConfig, ConfigError, TrainConfig, agents_per_world, env_groups, float32
 from jaxrl.config.validate import in_range, positive

@@ -16,7 +16,7 @@ from jaxrl.algos.base import Allocation, Base
 from jaxrl.algos.common import epoch_rates
 from jaxrl.config.schema import AlgoConfig, ConfigError, TrainConfig, agents_per_world, env_groups
 from jaxrl.config.validate import positive
-from jaxrl.core import groups, networks, shuffle
+from jaxrl.core import groups, shuffle
 from jaxrl.core.stats import global_norm
 
 
@@ -34,24 +34,23 @@ class OnPolicyConfig(AlgoConfig):
         """ConfigError naming the first rollout setting out of range or not dividing the rollout."""
         for name in ("num_steps", "update_epochs", "num_minibatches", "reward_scale"):
             positive(f"algo.{name}", getattr(self, name))
-        count = minibatches(cfg)
-        if self.network in networks.RECURRENT:
-            num_sequences, count = sequence_sizes(cfg)
-            groups.check_split(env_groups(cfg), num_sequences, count, "BPTT sequences")
-        else:
-            streams = cfg.num_envs * agents_per_world(cfg)
-            groups.check_split(env_groups(cfg), streams * self.num_steps, count, "transitions")
+        self.check_split(cfg, minibatches(cfg))
         batch = cfg.num_envs * self.num_steps
         if cfg.total_timesteps < batch:
             raise ConfigError(
                 f"total_timesteps={cfg.total_timesteps:g} is below one update (num_envs * algo.num_steps = {batch})"
             )
 
+    def check_split(self, cfg: TrainConfig, count: int) -> None:
+        """ConfigError unless every env group's transitions split into `count` minibatches."""
+        streams = cfg.num_envs * agents_per_world(cfg)
+        groups.check_split(env_groups(cfg), streams * self.num_steps, count, "transitions")
+
 
 def minibatches(cfg: TrainConfig) -> int:
     """Minibatches per epoch. `num_minibatches` splits one agent's share of the rollout, so with K
-    agents per world there are K times as many, each as large as with one agent (big minibatches of
-    the grid CNN ran slower per sample on the CPU). `minibatch_size=auto`: the largest divisor of the
+    agents per world there are K times as many, each as large as with one agent (an agent's minibatch
+    keeps its size however many share a world). `minibatch_size=auto`: the largest divisor of the
     rollout batch that still gives at least that many minibatches; an integer must divide the batch."""
     a = cfg.algo
     agents = agents_per_world(cfg)
@@ -79,40 +78,6 @@ def minibatches(cfg: TrainConfig) -> int:
     if batch % size:
         raise ConfigError(f"algo.minibatch_size={size} must divide {where} (or use algo.minibatch_size=auto)")
     return batch // size
-
-
-def horizon(algo: Any) -> int:
-    """Steps per BPTT sequence: algo.bptt_horizon, or the whole rollout."""
-    return algo.num_steps if algo.bptt_horizon is None else algo.bptt_horizon
-
-
-def sequence_sizes(cfg: TrainConfig) -> tuple[int, int]:
-    """(sequences per rollout, minibatches per epoch) of a recurrent run; ConfigError when the horizon
-    does not divide the rollout or the minibatches do not split whole sequences."""
-    a = cfg.algo
-    if a.torso not in networks.TORSOS:
-        raise ConfigError(f"algo.torso={a.torso} is invalid: allowed {', '.join(networks.TORSOS)}")
-    positive("algo.rnn_hidden", a.rnn_hidden)
-    h = horizon(a)
-    if not isinstance(h, int) or isinstance(h, bool) or h <= 0 or a.num_steps % h:
-        raise ConfigError(
-            f"algo.bptt_horizon={a.bptt_horizon} is invalid: a positive divisor of algo.num_steps={a.num_steps}"
-        )
-    count = cfg.num_envs * agents_per_world(cfg) * (a.num_steps // h)
-    wanted = minibatches(cfg)
-    if count % wanted == 0:
-        return count, wanted
-    if isinstance(a.minibatch_size, str):  # auto: the fewest minibatches of whole sequences, at least as many
-        return count, min(d for d in range(wanted, count + 1) if count % d == 0)
-    setting = (
-        f"algo.num_minibatches={a.num_minibatches}"
-        if a.minibatch_size is None
-        else f"algo.minibatch_size={a.minibatch_size}"
-    )
-    raise ConfigError(
-        f"{setting} gives {wanted} minibatches, which must divide the {count} BPTT sequences"
-        f" (num_envs * agents * algo.num_steps / algo.bptt_horizon): a recurrent minibatch holds whole sequences"
-    )
 
 
 class OnPolicy(Base):

@@ -11,19 +11,18 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-import jax
 import optax
 
 from jaxrl.algos.actor_critic import ActorCritic, ActorCriticConfig, Transition, policy_outputs
 from jaxrl.algos.actor_critic import ActorCriticRunner as PPORunner
 from jaxrl.algos.base import register
-from jaxrl.algos.onpolicy import horizon, minibatches, sequence_sizes
-from jaxrl.config.schema import TrainConfig
+from jaxrl.algos.onpolicy import minibatches
+from jaxrl.config.schema import ConfigError, TrainConfig, agents_per_world, env_groups
 from jaxrl.config.validate import positive
-from jaxrl.core import losses, networks
+from jaxrl.core import groups, losses, networks
 from jaxrl.core.stats import ObsStats
 
-# Names that lived here before the actor-critic base took them; kept so their imports keep working.
+# Names that lived here before the on-policy and actor-critic bases took them; kept so their imports keep working.
 __all__ = ["PPO", "PPOConfig", "PPORunner", "VARIANTS", "ObsStats", "Transition", "horizon", "make_ppo"]
 __all__ += ["minibatches", "policy_outputs", "sequence_sizes"]
 
@@ -34,8 +33,6 @@ class PPOConfig(ActorCriticConfig):
 
     name: str = "ppo"  # algorithm id
     anneal_lr: bool = True  # decay the learning rate linearly to 0 over training
-    max_grad_norm: float = 0.5  # global gradient-norm clip
-    activation: str = "tanh"  # tanh | relu | gelu | silu
     clip_eps: float = 0.2  # PPO ratio clip (and value clip)
     clip_value: bool = True  # clip the value update like the policy ratio
     torso: str = "mlp"  # recurrent only: mlp | cnn | none, the feed-forward layers before the cell
@@ -44,8 +41,49 @@ class PPOConfig(ActorCriticConfig):
 
     def validate(self, cfg: TrainConfig) -> None:
         """ConfigError naming the first PPO setting out of range or not dividing the rollout."""
-        super().validate(cfg)
         positive("algo.clip_eps", self.clip_eps)
+        super().validate(cfg)
+
+    def check_split(self, cfg: TrainConfig, count: int) -> None:
+        """A recurrent run's minibatches hold whole BPTT sequences; a feed-forward one's, transitions."""
+        if self.network not in networks.RECURRENT:
+            return super().check_split(cfg, count)
+        num_sequences, count = sequence_sizes(cfg)
+        groups.check_split(env_groups(cfg), num_sequences, count, "BPTT sequences")
+
+
+def horizon(algo: Any) -> int:
+    """Steps per BPTT sequence: algo.bptt_horizon, or the whole rollout."""
+    return algo.num_steps if algo.bptt_horizon is None else algo.bptt_horizon
+
+
+def sequence_sizes(cfg: TrainConfig) -> tuple[int, int]:
+    """(sequences per rollout, minibatches per epoch) of a recurrent run; ConfigError when the horizon
+    does not divide the rollout or the minibatches do not split whole sequences."""
+    a = cfg.algo
+    if a.torso not in networks.TORSOS:
+        raise ConfigError(f"algo.torso={a.torso} is invalid: allowed {', '.join(networks.TORSOS)}")
+    positive("algo.rnn_hidden", a.rnn_hidden)
+    h = horizon(a)
+    if not isinstance(h, int) or isinstance(h, bool) or h <= 0 or a.num_steps % h:
+        raise ConfigError(
+            f"algo.bptt_horizon={a.bptt_horizon} is invalid: a positive divisor of algo.num_steps={a.num_steps}"
+        )
+    count = cfg.num_envs * agents_per_world(cfg) * (a.num_steps // h)
+    wanted = minibatches(cfg)
+    if count % wanted == 0:
+        return count, wanted
+    if isinstance(a.minibatch_size, str):  # auto: the fewest minibatches of whole sequences, at least as many
+        return count, min(d for d in range(wanted, count + 1) if count % d == 0)
+    setting = (
+        f"algo.num_minibatches={a.num_minibatches}"
+        if a.minibatch_size is None
+        else f"algo.minibatch_size={a.minibatch_size}"
+    )
+    raise ConfigError(
+        f"{setting} gives {wanted} minibatches, which must divide the {count} BPTT sequences"
+        f" (num_envs * agents * algo.num_steps / algo.bptt_horizon): a recurrent minibatch holds whole sequences"
+    )
 
 
 class PPO(ActorCritic):
@@ -72,10 +110,6 @@ class PPO(ActorCritic):
 
     def base_optimizer(self, rate: Any) -> optax.GradientTransformation:
         return optax.adam(rate, eps=1e-5)
-
-    def optimizer_with(self, lr: float | jax.Array) -> optax.GradientTransformation:
-        """`Base`'s, its state flattened into one vector per moment (the layout PPO's checkpoints hold)."""
-        return optax.flatten(super().optimizer_with(lr))
 
 
 # algo.network -> the PPO subclass that runs it; jaxrl/algos/recurrent_ppo.py adds gru and lstm (the registry's

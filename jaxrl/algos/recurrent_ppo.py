@@ -20,8 +20,7 @@ import jax.numpy as jnp
 
 from jaxrl.algos.actor_critic import ActorCriticRunner as PPORunner
 from jaxrl.algos.actor_critic import Transition
-from jaxrl.algos.onpolicy import horizon, sequence_sizes
-from jaxrl.algos.ppo import PPO, VARIANTS
+from jaxrl.algos.ppo import PPO, VARIANTS, horizon, sequence_sizes
 from jaxrl.config.schema import ConfigError, TrainConfig
 from jaxrl.core import groups, networks, shuffle
 from jaxrl.core.stats import ObsStats

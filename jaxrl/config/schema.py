@@ -75,7 +75,7 @@ class TrainConfig:
     """One training run."""
 
     env: Any = None  # env group: snake or any gymnax id
-    algo: Any = None  # algo group: ppo | dqn | pqn, an AlgoConfig
+    algo: Any = None  # algo group: ppo | a2c | dqn | pqn, an AlgoConfig
     seed: int = 0  # base seed; seed i of num_seeds uses fold_in(seed, i)
     num_seeds: int = 1  # independent agents trained side by side in one program (a vmap axis)
     sweep: dict[str, Any] = field(default_factory=dict)  # {algo: {lr: [1e-4, 3e-4]}}: members trained beside the seeds

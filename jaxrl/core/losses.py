@@ -35,6 +35,11 @@ def compute_gae(
     return advantages, advantages + values
 
 
+def normalized(advantages: jax.Array) -> jax.Array:
+    """Advantages scaled to mean 0 and standard deviation 1 over the minibatch."""
+    return (advantages - advantages.mean()) / (advantages.std() + 1e-8)
+
+
 def ppo_loss(
     new_log_prob: jax.Array,
     old_log_prob: jax.Array,
@@ -51,7 +56,7 @@ def ppo_loss(
 ) -> tuple[jax.Array, dict[str, jax.Array]]:
     """Clipped-surrogate PPO loss with (optionally clipped) value loss and entropy bonus."""
     if normalize_advantages:
-        advantages = (advantages - advantages.mean()) / (advantages.std() + 1e-8)
+        advantages = normalized(advantages)
     log_ratio = new_log_prob - old_log_prob
     ratio = jnp.exp(log_ratio)
     pg_loss = -jnp.minimum(ratio * advantages, jnp.clip(ratio, 1 - clip_eps, 1 + clip_eps) * advantages).mean()
@@ -70,6 +75,27 @@ def ppo_loss(
         "clip_frac": (jnp.abs(ratio - 1) > clip_eps).mean(),
     }
     return total, stats
+
+
+def a2c_loss(
+    log_prob: jax.Array,
+    advantages: jax.Array,
+    value: jax.Array,
+    targets: jax.Array,
+    entropy: jax.Array,
+    vf_coef: float,
+    ent_coef: float,
+    normalize_advantages: bool,
+) -> tuple[jax.Array, dict[str, jax.Array]]:
+    """A2C's loss, Stable-Baselines3's: -mean(advantages * log_prob) + vf_coef * mean((targets - value)^2)
+    - ent_coef * mean(entropy) (the value error not halved, as SB3's F.mse_loss)."""
+    if normalize_advantages:
+        advantages = normalized(advantages)
+    pg_loss = -jnp.mean(advantages * log_prob)
+    v_loss = jnp.mean((targets - value) ** 2)
+    ent = entropy.mean()
+    total = pg_loss + vf_coef * v_loss - ent_coef * ent
+    return total, {"policy_loss": pg_loss, "value_loss": v_loss, "entropy": ent}
 
 
 def q_lambda_returns(

@@ -1,6 +1,6 @@
-"""A2C: its loss against numbers worked out beside it, RMSprop with PyTorch's epsilon, one optimizer step per
-update at the defaults, one trace per run, agents, eval and resume; its learning check is the parity row
-(tests/algos/test_parity.py, `parity_a2c_CartPole-v1`)."""
+"""A2C: its loss against numbers worked out by hand and beside the network, RMSprop with PyTorch's epsilon,
+one optimizer step per update at the defaults, one trace per run, agents, eval and resume; its learning check
+is the parity row (tests/algos/test_parity.py, `parity_a2c_CartPole-v1`)."""
 
 import jax
 import jax.numpy as jnp
@@ -12,6 +12,7 @@ from jaxrl.algos.a2c import A2C, A2CConfig
 from jaxrl.algos.actor_critic import Transition
 from jaxrl.config.environment import make_env
 from jaxrl.config.schema import TrainConfig
+from jaxrl.core import losses
 from tests.helpers import count_traces, env_config, three_chunks
 
 
@@ -42,6 +43,20 @@ def test_loss_is_the_advantage_weighted_policy_gradient_plus_value_regression_mi
     np.testing.assert_allclose(float(total), policy + 0.5 * value_loss - 0.1 * entropy, rtol=1e-5)
 
 
+def test_a2c_loss_against_numbers_worked_out_by_hand():
+    log_prob = jnp.log(jnp.array([0.5, 0.25]))
+    advantages, value, targets = jnp.array([2.0, 1.0]), jnp.array([1.0, 0.0]), jnp.array([3.0, 1.0])
+    entropy = jnp.array([0.6, 0.4])
+    total, stats = losses.a2c_loss(log_prob, advantages, value, targets, entropy, 0.5, 0.1, False)
+    policy = 2 * np.log(2)  # -mean(A * log pi) = -(2 ln 1/2 + 1 ln 1/4) / 2
+    assert float(stats["policy_loss"]) == pytest.approx(policy, rel=1e-6)
+    assert float(stats["value_loss"]) == pytest.approx((4 + 1) / 2)  # mean((3 - 1)^2, (1 - 0)^2)
+    assert float(stats["entropy"]) == pytest.approx(0.5)
+    assert float(total) == pytest.approx(policy + 0.5 * 2.5 - 0.1 * 0.5, rel=1e-6)
+    normalized, _ = losses.a2c_loss(log_prob, advantages, value, targets, entropy, 0.0, 0.0, True)
+    assert float(normalized) == pytest.approx(-np.log(2) / 2, rel=1e-5)  # A normalized to (1, -1)
+
+
 def test_rmsprop_adds_its_epsilon_outside_the_root_as_pytorch_does():
     a2c = cartpole_a2c(lr=0.1, rms_decay=0.9, rms_eps=0.5, max_grad_norm=100.0)
     params = {"w": jnp.zeros(3)}
@@ -58,6 +73,9 @@ def test_the_defaults_take_one_step_on_the_whole_rollout_per_update():
     a2c = cartpole_a2c()
     assert (a2c.algo.num_steps, a2c.num_minibatches, a2c.algo.update_epochs) == (5, 1, 1)
     assert a2c.minibatch_size == a2c.batch_size == 4 * 5
+    cfg = TrainConfig(env=env_config("grid", num_agents=2, size=7), algo=A2CConfig(), num_envs=4)
+    two_agents = A2C(cfg, *make_env(cfg))  # one step on both agents' transitions, not one per agent
+    assert two_agents.num_minibatches == 1 and two_agents.minibatch_size == 4 * 2 * 5
     runner = a2c.init(jax.random.key(0))
     after, stats = jax.jit(a2c.update)(runner)
     assert int(after.update) == 1 and bool(stats.finite)

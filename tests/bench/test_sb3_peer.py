@@ -92,5 +92,5 @@ def test_the_score_curve_has_a_point_per_rollout_inside_the_cap():
 def test_an_unknown_vec_or_algo_is_one_line_naming_the_allowed_ones():
     with pytest.raises(ValueError, match="vec='threads' is not supported; allowed: subproc, dummy"):
         sb3_peer.throughput("ppo", "threads", n_envs=1, steps=1)
-    with pytest.raises(ValueError, match="algo='a2c' is not supported; allowed: ppo, dqn"):
-        sb3_peer.throughput("a2c", "dummy", n_envs=1, steps=1)
+    with pytest.raises(ValueError, match="algo='sac' is not supported; allowed: ppo, dqn"):
+        sb3_peer.throughput("sac", "dummy", n_envs=1, steps=1)

@@ -187,7 +187,7 @@ def test_spaces_steps_and_offered_hooks_agree(name, kwargs):
     evaluated = hook(env, "eval_params")(params)
     assert type(evaluated) is type(params)
     assert jax.tree.structure(evaluated) == jax.tree.structure(params)
-    fresh = hook(env, "autoreset_state")(jax.random.key(1), state, params)
+    fresh = jax.jit(hook(env, "autoreset_state"))(jax.random.key(1), state, params)  # compiled, not op by op
     assert jax.tree.map(jnp.shape, fresh) == jax.tree.map(jnp.shape, start)
     if offers(env, "render_rgb"):
         frames = jax.jit(jax.vmap(env.render_rgb))(states)
@@ -200,9 +200,9 @@ def test_spaces_steps_and_offered_hooks_agree(name, kwargs):
     slots = hook(env, "opponent_slots")
     if slots:
         assert type(env.versus()) is type(env)
-        seen = env.opponent_obs(state)
+        seen = jax.jit(env.opponent_obs)(state)
         assert seen.shape == (slots, *obs_space.shape[len(per_world) :]) and seen.dtype == obs_space.dtype
-        acts = env.opponent_actions(jax.random.key(2), state)
+        acts = jax.jit(env.opponent_actions)(jax.random.key(2), state)
         assert acts.shape == (slots,) and jnp.issubdtype(acts.dtype, jnp.integer)
         assert bool(jnp.all((acts >= 0) & (acts < env.num_actions)))
         result = env.learner_result(jax.tree.map(lambda x: x[-1], info))
