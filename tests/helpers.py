@@ -129,3 +129,25 @@ def difference(a, b) -> float:
         elif not np.array_equal(x, y):
             return float("inf")
     return worst
+
+
+def several_agents_rows(tmp_path, algo: str) -> list[dict]:
+    """A small 2-agent grid run of `algo` (CNN) that evaluates 3 episodes and resumes to more steps (both
+    asserted): its metrics rows, for the algorithm's own figures."""
+    import jaxrl
+
+    run = jaxrl.train(
+        env={"name": "grid", "num_agents": 2, "size": 7},
+        algo=algo,
+        run_dir=tmp_path / "grid",
+        num_envs=4,
+        total_timesteps=4 * 16 * 2,
+        progress=False,
+        **{"algo.num_steps": 16, "algo.network": "cnn", "algo.channels": [8], "algo.hidden": [16]},
+    )
+    metrics = run.metrics
+    rows = metrics.to_dict("records") if hasattr(metrics, "to_dict") else metrics
+    assert run.evaluate(episodes=3)["episodes_per_seed"] == 3
+    longer = jaxrl.train(resume=run.run_dir, total_timesteps=4 * 16 * 3, progress=False)
+    assert longer.summary["env_steps_per_seed"] == 4 * 16 * 3
+    return rows

@@ -7,6 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -201,6 +203,7 @@ MOVED_NAMES = {
         "upscale": "jaxrl.envs.render",
         "AgentsDiscrete": "jaxrl.envs.spaces",
     },
+    "jaxrl.config.schema": dict.fromkeys(("make_env", "env_settings", "env_params"), "jaxrl.config.environment"),
 }
 
 
@@ -217,3 +220,5 @@ def test_old_paths_of_moved_names_warn_and_are_the_same_objects():
             assert found is getattr(importlib.import_module(new), name), f"{old}.{name}"
             said = [str(w.message) for w in caught if w.category is DeprecationWarning]
             assert said == [f"{old}.{name} moved to {new}.{name}; the old path goes in the next release"], said
+        with pytest.raises(AttributeError, match=f"module '{old}' has no attribute 'never_here'"):
+            module.never_here  # noqa: B018

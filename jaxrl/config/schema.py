@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from jaxrl import _moved
 from jaxrl.errors import ConfigError
 
 DEVICES = ("auto", "cpu", "tpu", "gpu", "metal")
@@ -144,21 +145,7 @@ def env_groups(cfg: TrainConfig) -> int:
     return cfg.env_groups or 1
 
 
-_MOVED = {"env_settings", "make_env", "env_params"}  # to jaxrl.config.environment: a schema builds no env
-
-
-def __getattr__(name: str) -> Any:
-    """The old path of what moved to `jaxrl.config.environment`, kept for one release with a warning."""
-    if name in _MOVED:
-        import warnings
-
-        from jaxrl.config import environment
-
-        warnings.warn(
-            f"jaxrl.config.schema.{name} moved to jaxrl.config.environment.{name};"
-            " the old path goes in the next release",
-            DeprecationWarning,
-            stacklevel=2,
-        )
-        return getattr(environment, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+# A schema builds no env: these went to jaxrl.config.environment.
+__getattr__ = _moved.names(
+    __name__, dict.fromkeys(("env_settings", "make_env", "env_params"), "jaxrl.config.environment")
+)

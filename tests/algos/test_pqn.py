@@ -6,12 +6,11 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-import jaxrl
 from jaxrl.algos.pqn import PQN, PQNConfig
 from jaxrl.config.environment import make_env
 from jaxrl.config.schema import TrainConfig
 from jaxrl.core import losses
-from tests.helpers import count_traces, env_config, three_chunks
+from tests.helpers import count_traces, env_config, several_agents_rows, three_chunks
 
 
 def test_q_lambda_returns_equal_hand_computed_numbers():
@@ -96,21 +95,8 @@ def test_one_trace_serves_every_pqn_chunk(monkeypatch):
 
 
 def test_pqn_on_several_agents_trains_evaluates_and_resumes(tmp_path):
-    run = jaxrl.train(
-        env={"name": "grid", "num_agents": 2, "size": 7},
-        algo="pqn",
-        run_dir=tmp_path / "grid",
-        num_envs=4,
-        total_timesteps=4 * 16 * 2,
-        progress=False,
-        **{"algo.num_steps": 16, "algo.network": "cnn", "algo.channels": [8], "algo.hidden": [16]},
-    )
-    metrics = run.metrics
-    rows = metrics.to_dict("records") if hasattr(metrics, "to_dict") else metrics
+    rows = several_agents_rows(tmp_path, "pqn")
     assert rows and all("epsilon" in r and np.isfinite(r["loss"]) for r in rows)
-    assert run.evaluate(episodes=3)["episodes_per_seed"] == 3
-    longer = jaxrl.train(resume=run.run_dir, total_timesteps=4 * 16 * 3, progress=False)
-    assert longer.summary["env_steps_per_seed"] == 4 * 16 * 3
 
 
 @pytest.mark.optimized
