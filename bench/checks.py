@@ -381,7 +381,8 @@ _bars("parity_ppo_MountainCarContinuous-v0", ("mean", ">=", 90))
 # The means of 4 seeds, not the worst: one seed in many can still end below the bars (docs/reliability.md).
 _bars("parity_dqn_CartPole-v1", ("mean", ">=", 420), ("greedy_mean", ">=", 440))
 _bars("parity_dqn_Acrobot-v1", ("mean", ">=", -95))
-_bars("parity_a2c_CartPole-v1", ("mean", ">=", 450))
+# A2C's seeds can collapse too (docs/reliability.md): a mean of 350 holds with one such seed among four.
+_bars("parity_a2c_CartPole-v1", ("mean", ">=", 350))
 _bars("memory_chain_gru", ("worst", ">=", 0.9))
 _bars("memory_chain_mlp", ("abs_return", "<=", 0.3))
 _bars("sb3_adapter", ("growth", ">", 1.5))

@@ -13,6 +13,9 @@
   A third run gives the CNN as many steps as fit in the GRU run's wall-clock.
 - PQN against DQN on the grid world (1 agent), each with its shipped config (seed 0).
 - PQN on Breakout-MinAtar with purejaxql's MinAtar settings, as far as the mode's budget goes.
+
+Quick mode leaves out PQN on CartPole (the seeds part trains it), PQN against DQN, the 64-unit GRU and the
+grid's third run (`QUICK_SKIPS`).
 """
 
 from __future__ import annotations
@@ -72,11 +75,36 @@ def grid_row(label: str, world: dict[str, Any], episodes: int, total: float, ext
     return row
 
 
+# What quick mode leaves to full mode, and why.
+QUICK_SKIPS = (
+    "PQN on CartPole-v1: full mode only (the seeds part trains it over 8 seeds)",
+    "Snake and the grid, PQN against DQN: full mode only (they learn in their shipped budgets, not in 2e5-5e5 steps)",
+    "Snake PPO with a GRU of 64 after [128]: full mode only (the 128-unit GRU's code at another width)",
+    "grid, the CNN for the GRU run's wall-clock: full mode only",
+)
+
+
 def run(ctx: Context) -> dict[str, Any]:
-    out: dict[str, Any] = {}
     seeds = ctx.pick(1, 2, 4)
     episodes = ctx.pick(2, 5, 100)
+    quick = ctx.mode == "quick"
+    out: dict[str, Any] = {"memory_chain": memory_chain(ctx, seeds)}
+    for line in QUICK_SKIPS if quick else ():
+        ctx.skip(line)
+    if not quick:
+        out["pqn_cartpole"] = pqn_cartpole(ctx, seeds)
+        out["snake"] = q_learners(ctx, "snake", episodes)
+    out["recurrent_sps"] = recurrent_sps(ctx)
+    out["grid"] = grid_runs(ctx, episodes)
+    if not quick:
+        out["q_grid"] = q_learners(ctx, "grid", episodes)
+    out["minatar"] = minatar(ctx)
+    out["headlines"] = headlines(out)
+    return out
 
+
+def memory_chain(ctx: Context, seeds: int) -> list[dict[str, Any]]:
+    """MemoryChain-bsuite with the shipped GRU config and with a feed-forward network."""
     memory = []
     for label, extra in (("gru", {}), ("mlp", {"algo.network": "mlp"})):
         total = ctx.pick(4096, 2e5, None)
@@ -87,32 +115,49 @@ def run(ctx: Context) -> dict[str, Any]:
         row["reached_0.9"] = first_reaching(rows, "episode_return", 0.9)
         memory.append(row)
         ctx.say(f"MemoryChain {label}: mean {row['mean']:.2f} over {seeds} seeds, {row['wall_s']:.0f} s")
-    out["memory_chain"] = memory
+    return memory
 
+
+def pqn_cartpole(ctx: Context, seeds: int) -> dict[str, Any]:
     total = ctx.pick(4096, 2.5e5, None)
     s, rows, _ = whole_run(
         "CartPole-v1", algo="pqn", num_seeds=seeds, **({} if total is None else {"total_timesteps": total})
     )
-    out["pqn_cartpole"] = {"per_seed": s["final_return_per_seed"], "mean": s["final_return"], "wall_s": s["wall_s"]}
-    out["pqn_cartpole"].update(env_steps=s["env_steps_per_seed"], sps=s["sps"])
+    out = {"per_seed": s["final_return_per_seed"], "mean": s["final_return"], "wall_s": s["wall_s"]}
+    out.update(env_steps=s["env_steps_per_seed"], sps=s["sps"])
     ctx.say(f"PQN CartPole: mean {s['final_return']:.1f} over {seeds} seeds in {s['wall_s']:.0f} s")
+    return out
 
-    snake = []
+
+def q_learners(ctx: Context, env: str, episodes: int) -> list[dict[str, Any]]:
+    """DQN and PQN with their shipped configs on Snake or the grid (seed 0), evaluated greedily."""
+    snake = env == "snake"
+    rows = []
     for algo in ("dqn", "pqn"):
-        total = ctx.pick(8192, 5e5, None)
+        total = ctx.pick(8192, 5e5, None) if snake else ctx.pick(8192, 2e5, None)
         length = {} if total is None else {"total_timesteps": total}
         if algo == "dqn" and total is not None:  # learning starts within the shortened run
-            length["algo.learning_starts"] = min(20_000, int(total) // 4)
-        s, rows, _, figures = evaluated_run("snake", episodes, algo=algo, **length)
+            length["algo.learning_starts"] = min(20_000 if snake else 10_000, int(total) // 4)
+        s, _, _, figures = evaluated_run(env, episodes, algo=algo, **length)
         row = {"algo": algo, "env_steps": s["env_steps_per_seed"], "wall_s": s["wall_s"], "sps": s["sps"]}
-        row.update(final_score=s.get("final_score"), greedy_score=figures["score"]["mean"])
-        snake.append(row)
-        ctx.say(
-            f"Snake {algo}: score {num(row['final_score'], 2)} (greedy {row['greedy_score']:.2f})"
-            f" in {row['wall_s']:.0f} s, {fmt_rate(row['sps'])} steps/s"
-        )
-    out["snake"] = snake
+        if snake:
+            row.update(final_score=s.get("final_score"), greedy_score=figures["score"]["mean"])
+            ctx.say(
+                f"Snake {algo}: score {num(row['final_score'], 2)} (greedy {row['greedy_score']:.2f})"
+                f" in {row['wall_s']:.0f} s, {fmt_rate(row['sps'])} steps/s"
+            )
+        else:
+            row.update(final_return=s.get("final_return"), greedy_return=figures["return"]["mean"])
+            ctx.say(
+                f"grid {algo}: greedy {row['greedy_return']:.1f} in {row['wall_s']:.0f} s,"
+                f" {fmt_rate(row['sps'])} steps/s"
+            )
+        rows.append(row)
+    return rows
 
+
+def recurrent_sps(ctx: Context) -> list[dict[str, Any]]:
+    """PPO steps/s on the default Snake config, feed-forward and with a GRU (quick and smoke: one width)."""
     target = ctx.pick(2_000, 100_000, 1_000_000)
     rates = []
     networks = [
@@ -120,12 +165,16 @@ def run(ctx: Context) -> dict[str, Any]:
         ("gru 128 after [128]", ["algo.network=gru", "algo.hidden=[128]", "algo.rnn_hidden=128"]),
         ("gru 64 after [128]", ["algo.network=gru", "algo.hidden=[128]", "algo.rnn_hidden=64"]),
     ]
-    for label, extra in networks[: ctx.pick(2, 3, 3)]:  # smoke: the 64-unit GRU is the same code at another width
+    for label, extra in networks[: ctx.pick(2, 2, 3)]:  # the 64-unit GRU is the same code at another width
         row = {"network": label, **program_sps(["env=snake", *extra], target)}
         rates.append(row)
         ctx.say(f"Snake PPO {label}: {fmt_rate(row['sps'])} steps/s")
-    out["recurrent_sps"] = rates
+    return rates
 
+
+def grid_runs(ctx: Context, episodes: int) -> list[dict[str, Any]]:
+    """The 8-agent grid (view 3): the CNN and the CNN with a GRU for the same steps, and in full mode the
+    CNN again for the GRU run's wall-clock."""
     grid = []
     total = ctx.pick(1024, 2.5e4, 3e5)
     # smoke: 4 worlds, not 256, so that one 256-step episode ends within the run at a 64th of the work
@@ -137,6 +186,8 @@ def run(ctx: Context) -> dict[str, Any]:
         ctx.say(f"grid 8 agents view 3, {label}: greedy {row['greedy_world_return']:.1f} in {row['wall_s']:.0f} s")
     cnn_wall = grid[0]["wall_s"]
     grid[1]["world_return_at_cnn_wall"] = last_logged(grid[1]["rows"], cnn_wall)
+    if ctx.mode == "quick":
+        return grid
     # The CNN again, for as many steps as fit in the GRU run's wall-clock (scaled by the two runs' times),
     # and never fewer than the first run's: in a tiny smoke run the GRU can finish first, and fewer steps
     # could fall below one update.
@@ -150,79 +201,69 @@ def run(ctx: Context) -> dict[str, Any]:
         f"grid 8 agents view 3, cnn for {longer:,} steps: greedy {grid[2]['greedy_world_return']:.1f}"
         f" in {grid[2]['wall_s']:.0f} s"
     )
-    out["grid"] = grid
+    return grid
 
-    qgrid = []
-    for algo in ("dqn", "pqn"):
-        total = ctx.pick(8192, 2e5, None)
-        length = {} if total is None else {"total_timesteps": total}
-        if algo == "dqn" and total is not None:
-            length["algo.learning_starts"] = min(10_000, int(total) // 4)
-        s, rows, _, figures = evaluated_run("grid", episodes, algo=algo, **length)
-        row = {"algo": algo, "env_steps": s["env_steps_per_seed"], "wall_s": s["wall_s"], "sps": s["sps"]}
-        row.update(final_return=s.get("final_return"), greedy_return=figures["return"]["mean"])
-        qgrid.append(row)
-        ctx.say(
-            f"grid {algo}: greedy {row['greedy_return']:.1f} in {row['wall_s']:.0f} s, {fmt_rate(row['sps'])} steps/s"
-        )
-    out["q_grid"] = qgrid
 
+def minatar(ctx: Context) -> dict[str, Any]:
     total = ctx.pick(4096, 2.5e4, 2e6)
-    s, rows, _ = whole_run("Breakout-MinAtar", **MINATAR, total_timesteps=total)
-    out["minatar"] = {
-        "env_steps": s["env_steps_per_seed"],
-        "wall_s": s["wall_s"],
-        "sps": s["sps"],
-        "final_return": s["final_return"],
-    }
+    s, _, _ = whole_run("Breakout-MinAtar", **MINATAR, total_timesteps=total)
     ctx.say(
         f"PQN Breakout-MinAtar: {num(s['final_return'])} at {s['env_steps_per_seed']:,} steps in {s['wall_s']:.0f} s"
     )
-    out["headlines"] = headlines(out)
-    return out
+    keys = {"env_steps": "env_steps_per_seed", "wall_s": "wall_s", "sps": "sps", "final_return": "final_return"}
+    return {k: s[v] for k, v in keys.items()}
 
 
 def headlines(out: dict[str, Any]) -> list[dict[str, str]]:
+    """The part's headline figures; a piece quick mode left out has no line."""
     gru, mlp = out["memory_chain"]
-    snake = {r["algo"]: r for r in out["snake"]}
     ff, *recurrent = out["recurrent_sps"]
-    cnn, rnn, cnn_long = out["grid"]
-    qgrid = {r["algo"]: r for r in out["q_grid"]}
-    return [
+    cnn, rnn, *longer = out["grid"]
+    lines = [
         {
             "what": "MemoryChain-bsuite, PPO + GRU against feed-forward",
             "figure": f"{gru['mean']:.2f} against {mlp['mean']:.2f} at {gru['env_steps']:,.0f} steps",
-        },
-        {
-            "what": "PQN on CartPole-v1",
-            "figure": f"{out['pqn_cartpole']['mean']:.1f} at {out['pqn_cartpole']['env_steps']:,.0f} steps",
-        },
-        {
-            "what": "Snake, PQN against DQN (shipped configs)",
-            "figure": f"score {num(snake['pqn']['final_score'])} in {snake['pqn']['wall_s']:.0f} s"
-            f" ({fmt_rate(snake['pqn']['sps'])}/s)"
-            f" against {num(snake['dqn']['final_score'])} in {snake['dqn']['wall_s']:.0f} s"
-            f" ({fmt_rate(snake['dqn']['sps'])}/s)",
-        },
+        }
+    ]
+    if "pqn_cartpole" in out:
+        c = out["pqn_cartpole"]
+        lines.append({"what": "PQN on CartPole-v1", "figure": f"{c['mean']:.1f} at {c['env_steps']:,.0f} steps"})
+    if "snake" in out:
+        snake = {r["algo"]: r for r in out["snake"]}
+        lines.append(
+            {
+                "what": "Snake, PQN against DQN (shipped configs)",
+                "figure": f"score {num(snake['pqn']['final_score'])} in {snake['pqn']['wall_s']:.0f} s"
+                f" ({fmt_rate(snake['pqn']['sps'])}/s)"
+                f" against {num(snake['dqn']['final_score'])} in {snake['dqn']['wall_s']:.0f} s"
+                f" ({fmt_rate(snake['dqn']['sps'])}/s)",
+            }
+        )
+    lines.append(
         {
             "what": "Snake PPO steps/s, recurrent over feed-forward",
             "figure": ", ".join(f"{r['network']} {r['sps'] / ff['sps']:.2f}x" for r in recurrent),
-        },
-        {
-            "what": "grid, 8 agents, view 3: greedy world return, CNN + GRU against CNN",
-            "figure": f"{rnn['greedy_world_return']:.1f} in {rnn['wall_s']:.0f} s"
-            f" against {cnn['greedy_world_return']:.1f} in {cnn['wall_s']:.0f} s (same steps)"
-            f" and {cnn_long['greedy_world_return']:.1f} in {cnn_long['wall_s']:.0f} s"
-            f" ({cnn_long['env_steps']:,} steps)",
-        },
-        {
-            "what": "grid, PQN against DQN (shipped configs): greedy return",
-            "figure": f"{qgrid['pqn']['greedy_return']:.1f} in {qgrid['pqn']['wall_s']:.0f} s"
-            f" ({fmt_rate(qgrid['pqn']['sps'])}/s)"
-            f" against {qgrid['dqn']['greedy_return']:.1f} in {qgrid['dqn']['wall_s']:.0f} s"
-            f" ({fmt_rate(qgrid['dqn']['sps'])}/s)",
-        },
-    ]
+        }
+    )
+    grid = (
+        f"{rnn['greedy_world_return']:.1f} in {rnn['wall_s']:.0f} s"
+        f" against {cnn['greedy_world_return']:.1f} in {cnn['wall_s']:.0f} s (same steps)"
+    )
+    for r in longer:
+        grid += f" and {r['greedy_world_return']:.1f} in {r['wall_s']:.0f} s ({r['env_steps']:,} steps)"
+    lines.append({"what": "grid, 8 agents, view 3: greedy world return, CNN + GRU against CNN", "figure": grid})
+    if "q_grid" in out:
+        qgrid = {r["algo"]: r for r in out["q_grid"]}
+        lines.append(
+            {
+                "what": "grid, PQN against DQN (shipped configs): greedy return",
+                "figure": f"{qgrid['pqn']['greedy_return']:.1f} in {qgrid['pqn']['wall_s']:.0f} s"
+                f" ({fmt_rate(qgrid['pqn']['sps'])}/s)"
+                f" against {qgrid['dqn']['greedy_return']:.1f} in {qgrid['dqn']['wall_s']:.0f} s"
+                f" ({fmt_rate(qgrid['dqn']['sps'])}/s)",
+            }
+        )
+    return lines
 
 
 def report(result: dict[str, Any]) -> str:
@@ -237,26 +278,28 @@ def report(result: dict[str, Any]) -> str:
             f"| {r['network']} | {r['env_steps']:,} | {seeds} | {r['mean']:.2f} |"
             f" {r['reached_0.9'] or 'never'} | {r['wall_s']:.0f} |"
         )
-    c = result["pqn_cartpole"]
-    md += [
-        "",
-        (
-            f"PQN on CartPole-v1: {', '.join(f'{v:.1f}' for v in c['per_seed'])} (mean {c['mean']:.1f})"
-            f" at {c['env_steps']:,} steps, {c['wall_s']:.0f} s."
-        ),
-        "",
-    ]
-    md += [
-        "Snake, shipped configs, seed 0:",
-        "",
-        "| algo | env steps | wall-clock s | steps/s | final score | greedy score |",
-        "|---|---|---|---|---|---|",
-    ]
-    for r in result["snake"]:
-        md.append(
-            f"| {r['algo']} | {r['env_steps']:,} | {r['wall_s']:.0f} | {fmt_rate(r['sps'])} |"
-            f" {num(r['final_score'], 2)} | {r['greedy_score']:.2f} |"
-        )
+    if "pqn_cartpole" in result:  # quick mode leaves it to the seeds part
+        c = result["pqn_cartpole"]
+        md += [
+            "",
+            (
+                f"PQN on CartPole-v1: {', '.join(f'{v:.1f}' for v in c['per_seed'])} (mean {c['mean']:.1f})"
+                f" at {c['env_steps']:,} steps, {c['wall_s']:.0f} s."
+            ),
+        ]
+    if "snake" in result:
+        md += [
+            "",
+            "Snake, shipped configs, seed 0:",
+            "",
+            "| algo | env steps | wall-clock s | steps/s | final score | greedy score |",
+            "|---|---|---|---|---|---|",
+        ]
+        for r in result["snake"]:
+            md.append(
+                f"| {r['algo']} | {r['env_steps']:,} | {r['wall_s']:.0f} | {fmt_rate(r['sps'])} |"
+                f" {num(r['final_score'], 2)} | {r['greedy_score']:.2f} |"
+            )
     ff = result["recurrent_sps"][0]["sps"]
     md += [
         "",
@@ -282,18 +325,19 @@ def report(result: dict[str, Any]) -> str:
     at = result["grid"][1].get("world_return_at_cnn_wall")
     if at is not None:
         md.append(f"\nThe GRU run's training world return at the CNN run's wall-clock: {at:.1f}.")
-    md += [
-        "",
-        "Grid world, 1 agent, shipped configs, seed 0:",
-        "",
-        "| algo | env steps | wall-clock s | steps/s | final return | greedy return |",
-        "|---|---|---|---|---|---|",
-    ]
-    for r in result["q_grid"]:
-        md.append(
-            f"| {r['algo']} | {r['env_steps']:,} | {r['wall_s']:.0f} | {fmt_rate(r['sps'])} |"
-            f" {num(r['final_return'], 2)} | {r['greedy_return']:.2f} |"
-        )
+    if "q_grid" in result:
+        md += [
+            "",
+            "Grid world, 1 agent, shipped configs, seed 0:",
+            "",
+            "| algo | env steps | wall-clock s | steps/s | final return | greedy return |",
+            "|---|---|---|---|---|---|",
+        ]
+        for r in result["q_grid"]:
+            md.append(
+                f"| {r['algo']} | {r['env_steps']:,} | {r['wall_s']:.0f} | {fmt_rate(r['sps'])} |"
+                f" {num(r['final_return'], 2)} | {r['greedy_return']:.2f} |"
+            )
     m = result["minatar"]
     md += [
         "",

@@ -143,7 +143,7 @@ def cases() -> list[dict[str, Any]]:
 
 def env_speed(ctx: Context) -> list[dict[str, Any]]:
     sizes = ctx.pick([4], [1024], [16, 256, 1024, 4096, 16384])
-    work = ctx.pick(400, 200_000, 1_000_000)  # game steps per timed call
+    work = ctx.pick(400, 100_000, 1_000_000)  # game steps per timed call
     repeats = ctx.pick(1, 2, 3)
     rows = []
     for n in sizes:
@@ -207,7 +207,7 @@ def ppo_speed(ctx: Context) -> dict[str, Any]:
     from jaxrl.bench.parts.train import program_sps
 
     overrides = ["env=arena"] + ctx.pick(["num_envs=16", "algo.num_steps=8"], [], [])
-    return program_sps(overrides, ctx.pick(256, 1_000_000, 5_000_000))
+    return program_sps(overrides, ctx.pick(256, 400_000, 5_000_000))
 
 
 SELFPLAY = ["opponents=selfplay", "selfplay.start=1", "selfplay.snapshot_every=2", "selfplay.bot_share=0.2"]
@@ -220,7 +220,7 @@ def selfplay_speed(ctx: Context) -> dict[str, Any]:
     from jaxrl.run import build
 
     small = ctx.pick(["num_envs=16", "algo.num_steps=8"], [], [])
-    target = ctx.pick(256, 1_000_000, 5_000_000)
+    target = ctx.pick(256, 400_000, 5_000_000)
     rows = []
     for _ in range(ctx.pick(1, 1, 2)):
         for label, extra in (("bots", []), ("selfplay", SELFPLAY)):

@@ -196,7 +196,7 @@ def run(ctx: Context) -> dict[str, Any]:
     # -- CartPole: jaxrl beside the PureJaxRL-shaped references --------------------------------
     from jaxrl.bench.peers.purejaxrl_ref import run_reference as ppo_reference
 
-    cart_sizes = ctx.pick([4], [4, 64], [4, 16, 64, 256, 1024], [4, 64, 1024, 4096, 16384])
+    cart_sizes = ctx.pick([4], [4], [4, 16, 64, 256, 1024], [4, 64, 1024, 4096, 16384])  # quick: PureJaxRL's 4
     tmin = ctx.pick(4_096, 50_000, 500_000, 500_000)
     min_updates = ctx.pick(2, 10, 20, 20)
 

@@ -119,6 +119,44 @@ def test_the_seeds_part_reports_each_seed_the_worst_beside_the_mean_and_the_env_
     lines = seeds.headlines(result)
     assert lines[0]["figure"] == "mean 420.0, worst seed 300.0, best 500.0; training return: worst seed 1.0"
     assert "4 groups: 398.0 +- 52.0, worst 346.0" in lines[1]["figure"]
+    quick = {**result, "env_groups": []}  # quick mode leaves the env groups to full mode
+    assert "Env groups" not in seeds.report(quick) and len(seeds.headlines(quick)) == 1
+
+
+def test_the_algos_part_reports_what_quick_mode_ran_and_no_line_for_what_it_left_out():
+    from jaxrl.bench.parts import algos
+
+    chain = {"per_seed": [1.0], "mean": 1.0, "env_steps": 4096, "wall_s": 2.0, "sps": 2e3, "reached_0.9": 2048}
+    grid = {"env_steps": 1024, "wall_s": 3.0, "sps": 341.0, "final_world_return": 2.0, "greedy_world_return": 4.0}
+    quick = {
+        "memory_chain": [{**chain, "network": "gru"}, {**chain, "network": "mlp", "mean": 0.0}],
+        "recurrent_sps": [{"network": "feed-forward (default)", "sps": 200.0}, {"network": "gru 128", "sps": 50.0}],
+        "grid": [{**grid, "network": "cnn"}, {**grid, "network": "cnn + gru", "world_return_at_cnn_wall": 1.5}],
+        "minatar": {"env_steps": 4096, "wall_s": 1.0, "sps": 4096.0, "final_return": None},
+    }
+    lines = {h["what"]: h["figure"] for h in algos.headlines(quick)}
+    assert lines["Snake PPO steps/s, recurrent over feed-forward"] == "gru 128 0.25x"
+    assert lines["grid, 8 agents, view 3: greedy world return, CNN + GRU against CNN"] == (
+        "4.0 in 3 s against 4.0 in 3 s (same steps)"
+    )
+    assert not any("PQN" in what for what in lines)  # PQN on CartPole and against DQN: full mode's
+    md = algos.report(quick)
+    assert "| gru 128 | 50 | 0.25x |" in md and "Snake, shipped configs" not in md and "1 agent" not in md
+    q = {"env_steps": 8192, "wall_s": 1.0, "sps": 8192.0, "final_score": 0.5, "greedy_score": 0.25}
+    full = {
+        **quick,
+        "pqn_cartpole": {"per_seed": [500.0], "mean": 500.0, "env_steps": 4096, "wall_s": 1.0, "sps": 4096.0},
+        "snake": [{**q, "algo": "dqn"}, {**q, "algo": "pqn"}],
+        "grid": [*quick["grid"], {**grid, "network": "cnn, the GRU's wall-clock", "env_steps": 2048}],
+        "q_grid": [{**q, "algo": a, "final_return": 1.0, "greedy_return": 2.0} for a in ("dqn", "pqn")],
+    }
+    lines = {h["what"]: h["figure"] for h in algos.headlines(full)}
+    assert lines["PQN on CartPole-v1"] == "500.0 at 4,096 steps"
+    assert lines["grid, 8 agents, view 3: greedy world return, CNN + GRU against CNN"].endswith(
+        " and 4.0 in 3 s (2,048 steps)"
+    )
+    assert "Snake, PQN against DQN (shipped configs)" in lines and len(lines) == 6
+    assert "Snake, shipped configs" in algos.report(full)
 
 
 @pytest.mark.optimized
