@@ -193,7 +193,7 @@ def first_seat_games(kind: str, bots: str, games: int, max_steps: int, seed: int
 
 
 def bot_table(ctx: Context) -> list[dict[str, Any]]:
-    games = ctx.pick(16, 400, 1000)
+    games = ctx.pick(16, 200, 1000)
     rows = []
     for kind in KINDS:
         for bots in KINDS:
