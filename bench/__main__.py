@@ -1,7 +1,7 @@
 """python -m bench: every throughput benchmark in one run, then report.md, one JSON per part and PNG plots.
 
     python -m bench                  # full mode: larger sweeps, longer runs, more seeds (hours on a 2-core CPU)
-    python -m bench --quick          # every part on a short budget (minutes)
+    python -m bench --quick          # every part on a short budget (11-12 minutes on a 2-core Intel Xeon)
     python -m bench --only env,train # some parts (env, arena, train, memory, score, precision, runs, parity,
                                      # seeds, algos, sweep)
     python -m bench --out DIR        # default bench-results/<machine>-<date>/ in the current folder
@@ -36,8 +36,8 @@ def parse(argv: list[str]) -> argparse.Namespace:
     parser.add_argument(
         "--quick",
         action="store_true",
-        help="every part on a short budget: minutes on a 2-core CPU (docs/benchmarks.md, Running them, has the"
-        " times per machine)",
+        help="every part on a short budget: 11-12 minutes on a 2-core Intel Xeon (docs/benchmarks.md, Running"
+        " them, has the times per machine)",
     )
     parser.add_argument("--smoke", action="store_true", help=argparse.SUPPRESS)  # the test's tiny budget
     parser.add_argument("--only", default=None, help=f"comma-separated parts: {', '.join(ORDER)}")
