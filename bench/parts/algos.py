@@ -21,6 +21,7 @@ grid's third run (`QUICK_SKIPS`).
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from typing import Any
 
 from jaxrl.bench.common import Context, evaluated_run, fmt_rate, whole_run
@@ -77,7 +78,7 @@ def grid_row(label: str, world: dict[str, Any], episodes: int, total: float, ext
 
 # What quick mode leaves to full mode, and why.
 QUICK_SKIPS = (
-    "PQN on CartPole-v1: full mode only (the seeds part trains it over 8 seeds)",
+    "PQN on CartPole-v1: full mode only (the seeds part trains it over several seeds)",
     "Snake and the grid, PQN against DQN: full mode only (they learn in their shipped budgets, not in 2e5-5e5 steps)",
     "Snake PPO with a GRU of 64 after [128]: full mode only (the 128-unit GRU's code at another width)",
     "grid, the CNN for the GRU run's wall-clock: full mode only",
@@ -229,16 +230,8 @@ def headlines(out: dict[str, Any]) -> list[dict[str, str]]:
         c = out["pqn_cartpole"]
         lines.append({"what": "PQN on CartPole-v1", "figure": f"{c['mean']:.1f} at {c['env_steps']:,.0f} steps"})
     if "snake" in out:
-        snake = {r["algo"]: r for r in out["snake"]}
-        lines.append(
-            {
-                "what": "Snake, PQN against DQN (shipped configs)",
-                "figure": f"score {num(snake['pqn']['final_score'])} in {snake['pqn']['wall_s']:.0f} s"
-                f" ({fmt_rate(snake['pqn']['sps'])}/s)"
-                f" against {num(snake['dqn']['final_score'])} in {snake['dqn']['wall_s']:.0f} s"
-                f" ({fmt_rate(snake['dqn']['sps'])}/s)",
-            }
-        )
+        figure = pqn_against_dqn(out["snake"], lambda r: f"score {num(r['final_score'])}")
+        lines.append({"what": "Snake, PQN against DQN (shipped configs)", "figure": figure})
     lines.append(
         {
             "what": "Snake PPO steps/s, recurrent over feed-forward",
@@ -253,17 +246,16 @@ def headlines(out: dict[str, Any]) -> list[dict[str, str]]:
         grid += f" and {r['greedy_world_return']:.1f} in {r['wall_s']:.0f} s ({r['env_steps']:,} steps)"
     lines.append({"what": "grid, 8 agents, view 3: greedy world return, CNN + GRU against CNN", "figure": grid})
     if "q_grid" in out:
-        qgrid = {r["algo"]: r for r in out["q_grid"]}
-        lines.append(
-            {
-                "what": "grid, PQN against DQN (shipped configs): greedy return",
-                "figure": f"{qgrid['pqn']['greedy_return']:.1f} in {qgrid['pqn']['wall_s']:.0f} s"
-                f" ({fmt_rate(qgrid['pqn']['sps'])}/s)"
-                f" against {qgrid['dqn']['greedy_return']:.1f} in {qgrid['dqn']['wall_s']:.0f} s"
-                f" ({fmt_rate(qgrid['dqn']['sps'])}/s)",
-            }
-        )
+        figure = pqn_against_dqn(out["q_grid"], lambda r: f"{r['greedy_return']:.1f}")
+        lines.append({"what": "grid, PQN against DQN (shipped configs): greedy return", "figure": figure})
     return lines
+
+
+def pqn_against_dqn(rows: list[dict[str, Any]], figure: Callable[[dict[str, Any]], str]) -> str:
+    """PQN's figure, wall-clock and steps/s against DQN's, from `q_learners` rows."""
+    by = {r["algo"]: r for r in rows}
+    side = lambda r: f"{figure(r)} in {r['wall_s']:.0f} s ({fmt_rate(r['sps'])}/s)"
+    return f"{side(by['pqn'])} against {side(by['dqn'])}"
 
 
 def report(result: dict[str, Any]) -> str:

@@ -10,8 +10,8 @@ greedy figure (the score on Snake, the return elsewhere), the mean, the worst se
 The env-groups check trains PPO on CartPole-v1 with 8 envs in 1, 4 and 8 env groups (what 1, 4 and
 8 devices compute; see docs/devices.md) over 32 seeds each: whether smaller shuffle pools learn worse.
 
-Smoke: one tiny case and tiny env-groups runs (the plumbing); quick: PPO and PQN on CartPole; full: every
-case, and 32 seeds per group count.
+Smoke: one tiny case and tiny env-groups runs (the plumbing); quick: PPO and PQN on CartPole over 4 seeds
+(20 greedy episodes each); full: every case over 8 seeds, and 32 seeds per group count.
 """
 
 from __future__ import annotations

@@ -156,6 +156,9 @@ def test_the_algos_part_reports_what_quick_mode_ran_and_no_line_for_what_it_left
         " and 4.0 in 3 s (2,048 steps)"
     )
     assert "Snake, PQN against DQN (shipped configs)" in lines and len(lines) == 6
+    assert lines["grid, PQN against DQN (shipped configs): greedy return"] == (
+        "2.0 in 1 s (8.19k/s) against 2.0 in 1 s (8.19k/s)"
+    )
     assert "Snake, shipped configs" in algos.report(full)
 
 
