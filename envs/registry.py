@@ -45,6 +45,11 @@ class EnvSpec:
     name: str
     factory: Callable[..., Any]  # keyword settings -> env (a gymnax Environment), or (env, env_params)
     tuned: Mapping[str, Mapping[str, Any]] = dataclasses.field(default_factory=dict)  # algo -> config overrides
+    version: int = 1  # raised when the rules or observations change: `snake-v2` (a run names the one it trained on)
+
+    @property
+    def label(self) -> str:
+        return f"{self.name}-v{self.version}"
 
     def build(self, **settings: Any) -> tuple[Any, Any]:
         """(env, default env_params) for these constructor settings; ValueError when it cannot be built."""
@@ -150,16 +155,25 @@ _ENVS: dict[str, EnvSpec] = {}  # registered, in registration order
 _GYMNAX: dict[str, EnvSpec] = {}  # gymnax ids described on first use
 
 
-def register(name: str, factory: Callable[..., Any], tuned: Mapping[str, Mapping[str, Any]] | None = None) -> EnvSpec:
+def register(
+    name: str,
+    factory: Callable[..., Any],
+    tuned: Mapping[str, Mapping[str, Any]] | None = None,
+    version: int = 1,
+) -> EnvSpec:
     """Register an env under `name` for `make`, `python -m jaxrl.train env=<name>` and `jaxrl.train(env=...)`.
 
     `factory(**settings)` returns a gymnax `Environment` (or `(env, env_params)`); its keyword
     arguments become the env's constructor settings. `tuned` maps an algorithm name to config
     overrides used as that pair's defaults (`{"ppo": {"num_envs": 256, "algo": {"lr": 3e-4}}}`).
+    `version` goes up by one whenever the env's rules or observations change (a run and a trained
+    agent name the version they played; another version refuses them in one line).
     """
+    if isinstance(version, bool) or not isinstance(version, int) or version < 1:
+        raise ValueError(f"version={version!r} is invalid: an integer from 1")
     if not isinstance(name, str) or not name or any(c in name for c in "=,[]{}' \""):
         raise ValueError(f"env name {name!r} is invalid: a non-empty string without spaces, quotes, = , [ ] {{ }}")
-    found = EnvSpec(name, factory, types.MappingProxyType(dict(tuned or {})))
+    found = EnvSpec(name, factory, types.MappingProxyType(dict(tuned or {})), version)
     _ENVS[name] = found
     return found
 

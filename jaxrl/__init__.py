@@ -7,7 +7,7 @@ run = jaxrl.load("runs/...")                          # reopen a run
 cfg = jaxrl.make_config(env="snake", num_envs=64)          # the typed config alone (jaxrl.run.build makes its program)
 """
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 
 
 def _source_tree_subpackages() -> None:

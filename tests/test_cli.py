@@ -9,6 +9,7 @@ import sys
 import pytest
 import yaml
 
+import jaxrl
 from jaxrl.config.compose import compose_config
 from jaxrl.config.environment import make_env
 from jaxrl.train import main
@@ -45,6 +46,9 @@ def test_smoke_run_writes_the_run_directory(tmp_path, capsys):
         assert key in summary, key
     assert summary["env_steps"] == 2 * 4096 and summary["sps"] > 0
     assert len(summary["final_score_per_seed"]) == 2
+    from jaxrl.config.formats import FORMAT
+
+    assert json.loads((run_dir / "run.json").read_text()) == {"format": FORMAT, "jaxrl": jaxrl.__version__}
 
 
 def test_dqn_smoke_run(tmp_path, capsys):

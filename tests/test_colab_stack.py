@@ -25,6 +25,7 @@ PINS = ROOT / "tests" / "colab_pins.txt"
 FAST_TESTS = [
     "tests/test_api.py",
     "tests/run/test_checkpoint.py",
+    "tests/run/test_formats.py",
     "tests/envs/test_gymnasium.py",
     "tests/test_notebooks.py",
 ]
@@ -34,7 +35,12 @@ FAST_TESTS = [
 # what depends on orbax's version: a kill inside a write (orbax's temporary folders, then a resume to the same
 # bits), a damaged array file (orbax's layout), pruning to `keep`, the saved shapes. The plain SIGKILL resume
 # and Ctrl-C's save repeat that kill, save and resume (46 s on a 2-core EPYC Milan).
-NOT_ON_COLAB = "not snake-ppo and not (bad_resume and not shapes) and not test_sigkilled_run and not ctrl_c"
+# The frozen run fixtures load, evaluate and keep their arrays here too (orbax and XLA of Colab's versions); their
+# resumes repeat the main stack's resume with other fixtures (20 s).
+NOT_ON_COLAB = (
+    "not snake-ppo and not (bad_resume and not shapes) and not test_sigkilled_run and not ctrl_c"
+    " and not resumes_through"
+)
 
 pytestmark = [
     pytest.mark.slow,

@@ -219,8 +219,16 @@ def resume_config(
         if bare in RESUME_FIXED or bare.split(".")[0] == "sweep":
             kept = bare.split(".")[0] if bare.startswith("sweep") else key
             raise UsageError(f"{item}: a resumed run keeps its {kept}; start a new run to change it")
+    from jaxrl.config.formats import FORMAT, FormatError, migrate_config, run_format
+
+    try:
+        found = run_format(run_dir, f"{flag}={run_dir}")
+    except FormatError as e:
+        raise UsageError(str(e)) from None
     try:
         saved = OmegaConf.load(run_dir / "config.yaml")
+        if found != FORMAT:  # in memory: config.yaml stays as it is (python -m jaxrl.upgrade rewrites it)
+            saved = OmegaConf.create(migrate_config(OmegaConf.to_container(saved), found))
         env_name, algo_name = str(saved.env.name), str(saved.algo.name)
         schema = OmegaConf.structured(TrainConfig(env=env_schema(env_name), algo=ALGORITHMS.get(algo_name).config()))
         base = OmegaConf.merge(schema, saved)

@@ -90,9 +90,11 @@ def start(cfg: TrainConfig, resolved: Any, resume: Path | None) -> tuple[Any, An
     """(context, runner, checkpointer) of a fresh or resumed run, compiled and announced."""
     from omegaconf import OmegaConf
 
+    from jaxrl.config.formats import FORMAT, run_format, write_run_file
     from jaxrl.run.checkpoint import Checkpointer
     from jaxrl.run.driver import RunProgress
     from jaxrl.run.rundir import check_writable, claim, move_aside, refuse_taken
+    from jaxrl.run.upgrade import upgrade_run
     from jaxrl.scale.distributed import agree_error, barrier, broadcast_text, is_primary
 
     primary = is_primary()  # process 0 (always, on one host): the one that writes the run's files
@@ -113,6 +115,9 @@ def start(cfg: TrainConfig, resolved: Any, resume: Path | None) -> tuple[Any, An
         check_writable(run_dir)
         if resume is None:
             claim(run_dir, config_text)  # atomic: two starts in one run_dir cannot both get here
+            write_run_file(run_dir)
+        elif run_format(run_dir) != FORMAT:  # the older checkpoints stay beside the migrated ones
+            upgrade_run(run_dir, say=print)
 
     agree_error(take if primary else lambda: None)
     progress = RunProgress()

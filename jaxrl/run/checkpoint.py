@@ -28,10 +28,9 @@ from typing import Any, NamedTuple
 import jax
 import numpy as np
 
+from jaxrl.config.formats import FORMAT, FormatError, Saved, check, check_env, key_name, migrate
 from jaxrl.config.schema import ConfigError
 from jaxrl.errors import SaveError
-
-FORMAT = 2  # 2: runners hold their envs as one `Streams` record (jaxrl.core.rollout)
 
 
 class CheckpointError(ConfigError):
@@ -77,9 +76,14 @@ def from_host(saved: Any, abstract: Any) -> Any:
     return jax.tree.map(lambda s, a: jax.random.wrap_key_data(s) if _is_key(a) else s, saved, abstract)
 
 
+def saved_leaf(a: Any) -> Any:
+    """The shape and dtype `to_host` stores leaf `a` as (keys as their uint32 data)."""
+    return jax.eval_shape(jax.random.key_data, a) if _is_key(a) else a
+
+
 def _zeros_like_saved(a: Any) -> np.ndarray:
-    """A zero array shaped like `to_host` stores leaf `a` (keys as their uint32 data)."""
-    s = jax.eval_shape(jax.random.key_data, a) if _is_key(a) else a
+    """A zero array shaped like `to_host` stores leaf `a`."""
+    s = saved_leaf(a)
     return np.zeros(s.shape, s.dtype)
 
 
@@ -91,8 +95,45 @@ def device_state(runner: Any) -> Any:
 
 def _abstract_saved(a: Any, sharding: Any) -> jax.ShapeDtypeStruct:
     """What orbax restores leaf `a` into on a mesh: its saved shape and dtype, placed with `sharding`."""
-    s = jax.eval_shape(jax.random.key_data, a) if _is_key(a) else a
+    s = saved_leaf(a)
     return jax.ShapeDtypeStruct(s.shape, s.dtype, sharding=sharding)
+
+
+def _child(node: Any, name: Any) -> Any:
+    if isinstance(node, dict):
+        for candidate in (name, str(name)):
+            if candidate in node:
+                return node[candidate]
+        raise KeyError(name)
+    if isinstance(node, list | tuple) and isinstance(name, int) and 0 <= name < len(node):
+        return node[name]
+    raise KeyError(name)
+
+
+def onto(tree: Any, abstract: Any, where: str) -> Any:
+    """The runner shaped like `abstract` (jax.eval_shape of the algorithm's init) from a migrated `Saved.tree`,
+    leaf by leaf by path; FormatError naming the first leaf missing or of another shape or dtype (the sign of a
+    layout change that came without a migration)."""
+    paths, treedef = jax.tree_util.tree_flatten_with_path(abstract)
+    leaves = []
+    for path, leaf in paths:
+        node = tree
+        try:
+            for key in path:
+                node = _child(node, key_name(key))
+        except KeyError:
+            raise FormatError(
+                f"{where} has no {jax.tree_util.keystr(path)} after its migrations: its layout changed without one"
+            ) from None
+        want = saved_leaf(leaf)
+        node = np.asarray(node)
+        if node.shape != want.shape or node.dtype != want.dtype:
+            raise FormatError(
+                f"{where}: {jax.tree_util.keystr(path)} is {node.dtype}{list(node.shape)} after its migrations,"
+                f" the run needs {want.dtype}{list(want.shape)}"
+            )
+        leaves.append(node)
+    return from_host(jax.tree_util.tree_unflatten(treedef, leaves), abstract)
 
 
 class Checkpointer:
@@ -105,7 +146,12 @@ class Checkpointer:
     """
 
     def __init__(
-        self, directory: Path, keep: int = 3, run_id: str | None = None, shardings: Any = None, reader: bool = False
+        self,
+        directory: Path,
+        keep: int | None = 3,
+        run_id: str | None = None,
+        shardings: Any = None,
+        reader: bool = False,
     ):
         """`shardings`: the runner's shardings on the run's mesh. When the mesh spans several processes
         (a distributed run) every process saves its own shards of the device arrays through orbax's
@@ -129,6 +175,10 @@ class Checkpointer:
     def steps(self) -> list[int]:
         """Completed checkpoints, oldest first."""
         return sorted(self._manager.all_steps())
+
+    def reload(self) -> None:
+        """Look at the directory again (after checkpoints were moved in or out of it)."""
+        self._manager.reload()
 
     def path(self, step: int) -> Path:
         return self.directory / str(step)
@@ -226,14 +276,17 @@ class Checkpointer:
         return self._manager.restore(step, args=ocp.args.Composite(meta=ocp.args.JsonRestore()))["meta"]
 
     def restore(self, step: int, abstract: Any) -> tuple[Any, dict[str, Any]]:
-        """(runner, meta) of checkpoint `step`, shaped like `abstract`; CheckpointError for another format."""
+        """(runner, meta) of checkpoint `step`, shaped like `abstract`. A checkpoint of an earlier format is
+        migrated in memory (jaxrl.config.formats); FormatError for one this jaxrl cannot read."""
         ocp = self._ocp
-        saved_format = self.read_meta(step).get("format")
-        if saved_format != FORMAT:
-            raise CheckpointError(
-                f"checkpoint {self.path(step)} has format {saved_format}; this jaxrl reads format {FORMAT}"
-                " (train it again, or evaluate it with the jaxrl version that wrote it)"
-            )
+        meta = self.read_meta(step)
+        where = f"checkpoint {self.path(step)}"
+        found = check(meta.get("format"), where, (meta.get("versions") or {}).get("jaxrl"))
+        if found != FORMAT:
+            runner, meta = self._migrated(step, found, abstract, where)
+            check_env(meta, where)
+            return runner, meta
+        check_env(meta, where)
         if self.multihost:  # each process reads the shards its devices hold
             target = jax.tree.map(_abstract_saved, abstract, self.shardings)
         else:
@@ -244,6 +297,18 @@ class Checkpointer:
         )
         return from_host(restored["state"], abstract), restored["meta"]
 
+    def _migrated(self, step: int, found: int, abstract: Any, where: str) -> tuple[Any, dict[str, Any]]:
+        """(runner, meta) of a checkpoint of format `found`: read as plain data, migrated, laid onto `abstract`."""
+        ocp = self._ocp
+        if self.multihost:
+            raise FormatError(f"{where} has run format {found}: upgrade it first (python -m jaxrl.upgrade RUN_DIR)")
+        restored = self._manager.restore(
+            step, args=ocp.args.Composite(state=ocp.args.StandardRestore(), meta=ocp.args.JsonRestore())
+        )
+        meta = restored["meta"]
+        saved = migrate(Saved(restored["state"], meta, meta.get("config") or {}), found)
+        return onto(saved.tree, abstract, where), {**saved.meta, "config": saved.config}
+
     def restore_latest(self, abstract: Any, warn=print) -> tuple[int, Any, dict[str, Any]]:
         """(step, runner, meta) of the newest checkpoint that loads; older ones are tried after a warning."""
         steps = self.steps()
@@ -253,7 +318,7 @@ class Checkpointer:
             try:
                 runner, meta = self.restore(step, abstract)
                 return step, runner, meta
-            except CheckpointError:
+            except (CheckpointError, FormatError):
                 raise
             except Exception as e:  # noqa: BLE001  (orbax/tensorstore raise many types for damaged files)
                 reason = (str(e).strip().splitlines() or [type(e).__name__])[0][:200]

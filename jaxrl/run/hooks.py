@@ -131,6 +131,7 @@ def checkpoint_meta(ctx: RunContext) -> dict[str, Any]:
     from omegaconf import OmegaConf
 
     from jaxrl.config.environment import env_settings
+    from jaxrl.envs.registry import spec
     from jaxrl.run.checkpoint import versions
 
     cfg = ctx.cfg
@@ -139,7 +140,7 @@ def checkpoint_meta(ctx: RunContext) -> dict[str, Any]:
         "env_steps_per_seed": ctx.env_steps,
         "num_updates": ctx.program.num_updates,
         "config": OmegaConf.to_container(ctx.resolved, resolve=True),
-        "env": {"name": cfg.env.name, "kwargs": env_settings(cfg)},
+        "env": {"name": cfg.env.name, "kwargs": env_settings(cfg), "version": spec(cfg.env.name).version},
         "algo": cfg.algo.name,
         "versions": versions(),
     }
