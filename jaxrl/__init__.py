@@ -4,6 +4,7 @@ import jaxrl
 run = jaxrl.train(env="snake", total_timesteps=2e6)   # or algo="dqn", **{"algo.lr": 3e-4}
 run.summary, run.metrics, run.evaluate(), run.replay(), run.policy
 run = jaxrl.load("runs/...")                          # reopen a run
+run = jaxrl.pretrained("snake-v1")                    # a trained agent that ships with jaxrl
 cfg = jaxrl.make_config(env="snake", num_envs=64)          # the typed config alone (jaxrl.run.build makes its program)
 """
 
@@ -31,14 +32,29 @@ _source_tree_subpackages()
 
 from jaxrl.errors import ConfigError, NonFiniteError, SaveError
 
-__all__ = ["ConfigError", "NonFiniteError", "Policy", "Run", "SaveError", "load", "make_config", "train"]
+__all__ = [
+    "ConfigError",
+    "NonFiniteError",
+    "Policy",
+    "Run",
+    "SaveError",
+    "load",
+    "make_config",
+    "pretrained",
+    "train",
+]
 
 
 def __getattr__(name: str):
-    """`jaxrl.train`, `jaxrl.load`, `jaxrl.make_config`, `Run` and `Policy`, imported on first use: importing jaxrl
-    alone starts nothing of jax (a distributed run must join its processes first, `jaxrl.scale.distributed`)."""
+    """`jaxrl.train`, `jaxrl.load`, `jaxrl.make_config`, `jaxrl.pretrained`, `Run` and `Policy`, imported on first
+    use: importing jaxrl alone starts nothing of jax (a distributed run must join its processes first,
+    `jaxrl.scale.distributed`)."""
     if name in ("Policy", "Run", "load", "make_config", "train"):
         from jaxrl import api
 
         return getattr(api, name)
+    if name == "pretrained":  # the module, callable: jaxrl.pretrained("snake-v1") is a Run of a shelf agent
+        import importlib
+
+        return importlib.import_module("jaxrl.pretrained")
     raise AttributeError(f"module 'jaxrl' has no attribute {name!r}")

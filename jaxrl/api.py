@@ -78,8 +78,13 @@ def train(
 
 
 def load(run_dir: str | Path) -> Run:
-    """Reopen a finished or interrupted run (ConfigError when it is not a run directory)."""
+    """Reopen a finished or interrupted run, or a shelf agent as `pretrained:NAME` (ConfigError when it is
+    neither)."""
     from jaxrl.config.compose import resume_config
+    from jaxrl.run.shelf import is_pretrained
+
+    if is_pretrained(str(run_dir)):
+        return PretrainedRun(str(run_dir))
 
     run_dir = Path(run_dir).expanduser()
     cfg, _, _ = resume_config(run_dir, [], flag="run_dir")
@@ -246,6 +251,43 @@ class Run:
             )
         params = jax.tree.map(lambda x: x[member * seeds + seed], program.algo.policy_params(runner))
         return Policy(jax.jit(program.policy(greedy, member)), params, program.algo.initial_carry)
+
+
+class PretrainedRun(Run):
+    """A shelf agent as a `Run`: `.policy`, `.evaluate()`, `.replay()`, `.play_against()`, `.figures`. What it
+    writes (eval.json, replay.gif) goes to `runs/pretrained-<name>/` under the current folder unless told where."""
+
+    def __init__(self, spec: str):
+        from jaxrl.run.shelf import PREFIX, ShelfAgent
+
+        self.agent = ShelfAgent(spec if spec.startswith(PREFIX) else PREFIX + spec)
+        self.name = self.agent.name
+        self.spec = PREFIX + self.name  # how it is named in tables (head-to-head games, ratings)
+        super().__init__(Path("runs") / f"pretrained-{self.name}", self.agent.config)
+
+    def __repr__(self) -> str:
+        return f"PretrainedRun({self.name!r}, env={self.config.env.name}, algo={self.config.algo.name})"
+
+    @property
+    def figures(self) -> dict[str, Any]:
+        """What it measured when it was put on the shelf."""
+        return self.agent.figures
+
+    @property
+    def summary(self) -> dict[str, Any]:
+        return {"pretrained": self.name, **self.figures, **(self.agent.meta.get("trained") or {})}
+
+    @property
+    def metrics(self) -> Any:
+        raise ConfigError(f"pretrained:{self.name} keeps its policy, not its training curve")
+
+    def restore(self, step: int | None = None) -> tuple[int, Any, Any]:
+        return self.agent.restore(step)
+
+
+def pretrained(name: str) -> PretrainedRun:
+    """The shelf agent `name` (`python -m jaxrl.pretrained list`); ConfigError, one line, when there is none."""
+    return PretrainedRun(name)
 
 
 def _number(text: str) -> Any:

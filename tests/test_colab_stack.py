@@ -99,3 +99,15 @@ def test_the_cli_runs_from_any_folder_against_a_plain_install(colab_python, tmp_
         cwd=cwd,
     )
     assert "done: 4,096 env steps" in out and (tmp_path / "run" / "summary.json").is_file()
+
+
+def test_a_shelf_agent_plays_from_a_plain_install_without_training(colab_python, tmp_path):
+    """The shelf ships as package data: a plain install plays `pretrained:snake-v1` to its recorded score."""
+    import json
+
+    script = "from jaxrl.run import shelf; print(shelf.info('snake-v1')['figures']['greedy_score'])"
+    recorded = float(run([colab_python, "-c", script], cwd=tmp_path).strip())
+    out = run([colab_python, "-m", "jaxrl.eval", "pretrained:snake-v1", "episodes=100", "render=none"], cwd=tmp_path)
+    assert "score mean" in out
+    got = json.loads((tmp_path / "runs" / "pretrained-snake-v1" / "eval.json").read_text())["score"]["mean"]
+    assert abs(got - recorded) <= 0.1 * recorded, (got, recorded)

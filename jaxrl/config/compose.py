@@ -184,6 +184,20 @@ def compose_config(overrides: list[str], values: dict[str, Any] | None = None) -
 RESUME_FIXED = ("env", "algo", "run_dir", "seed", "num_seeds", "overwrite")
 
 
+def typed_saved(saved: Any) -> tuple[Any, TrainConfig]:
+    """(DictConfig, typed config) of a saved resolved config (config.yaml's content) against this jaxrl's schema;
+    whatever OmegaConf raises when it is not one."""
+    from omegaconf import OmegaConf
+
+    from jaxrl.config.registry import ALGORITHMS
+
+    saved = OmegaConf.create(saved) if isinstance(saved, dict) else saved
+    env_name, algo_name = str(saved.env.name), str(saved.algo.name)
+    schema = OmegaConf.structured(TrainConfig(env=env_schema(env_name), algo=ALGORITHMS.get(algo_name).config()))
+    base = OmegaConf.merge(schema, saved)
+    return base, OmegaConf.to_object(base)
+
+
 def resume_config(
     run_dir, overrides: list[str] | dict[str, Any], flag: str = "resume"
 ) -> tuple[TrainConfig, Any, TrainConfig]:
@@ -197,7 +211,6 @@ def resume_config(
 
     from omegaconf import OmegaConf
 
-    from jaxrl.config.registry import ALGORITHMS
     from jaxrl.config.schema import ConfigError
     from jaxrl.config.validate import validate
 
@@ -229,10 +242,7 @@ def resume_config(
         saved = OmegaConf.load(run_dir / "config.yaml")
         if found != FORMAT:  # in memory: config.yaml stays as it is (python -m jaxrl.upgrade rewrites it)
             saved = OmegaConf.create(migrate_config(OmegaConf.to_container(saved), found))
-        env_name, algo_name = str(saved.env.name), str(saved.algo.name)
-        schema = OmegaConf.structured(TrainConfig(env=env_schema(env_name), algo=ALGORITHMS.get(algo_name).config()))
-        base = OmegaConf.merge(schema, saved)
-        saved_typed = OmegaConf.to_object(base)
+        base, saved_typed = typed_saved(saved)
     except Exception as e:  # noqa: BLE001  (a damaged or foreign config.yaml)
         raise UsageError(f"{flag}={run_dir}: config.yaml is not a jaxrl run config ({_one_line(e)})") from None
     try:

@@ -48,11 +48,12 @@ def bot(kind: str) -> Player:
 
 
 def player(spec: Any, load: Any, flag: str = "vs") -> Player:
-    """A player from a run directory (`PATH` or `PATH@STEP`, opened with `load`: `jaxrl.api.load`), a
-    `jaxrl.api.Run`, or a bot kind; UsageError, one line naming `flag=spec`, when it is none of those or
-    not an arena run with a readable checkpoint."""
+    """A player from a run directory (`PATH` or `PATH@STEP`, opened with `load`: `jaxrl.api.load`), a shelf
+    agent (`pretrained:NAME`), a `jaxrl.api.Run`, or a bot kind; UsageError, one line naming `flag=spec`, when
+    it is none of those or not an arena run with a readable checkpoint."""
     from jaxrl.config.schema import ConfigError
     from jaxrl.run.checkpoint import CheckpointError
+    from jaxrl.run.shelf import is_pretrained
 
     if isinstance(spec, Player):
         return spec
@@ -61,6 +62,11 @@ def player(spec: Any, load: Any, flag: str = "vs") -> Player:
     step = None
     if hasattr(spec, "policy_of") and hasattr(spec, "restore"):  # a Run
         run = spec
+    elif is_pretrained(str(spec)):
+        try:
+            run = load(str(spec))
+        except ConfigError as e:
+            raise UsageError(f"{flag}={spec}: {e}") from None
     else:
         text = str(spec)
         path, at, when = text.rpartition("@")
@@ -85,8 +91,9 @@ def player(spec: Any, load: Any, flag: str = "vs") -> Player:
     policy = run.policy_of(step=found)
     trained = jax.tree.map(lambda x: np.asarray(x[0]), runner.envs.params)
     env = program.env
+    shelf_name = getattr(run, "spec", None)  # a shelf agent: named as given, its training time as it recorded
     return Player(
-        name=f"{run.run_dir}@{found}",
+        name=shelf_name or f"{run.run_dir}@{found}",
         policy=policy,
         view=env.view,
         size=env.size,
@@ -94,7 +101,7 @@ def player(spec: Any, load: Any, flag: str = "vs") -> Player:
         env_params=trained,
         run_dir=str(run.run_dir),
         step=found,
-        train_s=_train_seconds(run.run_dir, found),
+        train_s=run.summary.get("train_s") if shelf_name else _train_seconds(run.run_dir, found),
     )
 
 

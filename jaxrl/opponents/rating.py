@@ -74,7 +74,12 @@ def players(specs: list[str], load: Any, checkpoints: str = "latest", bots: bool
 
     found: list[headtohead.Player] = []
     for spec in specs:
-        if spec in headtohead.BOTS or checkpoints == "latest" or "@" in Path(spec).name:
+        if (
+            spec in headtohead.BOTS
+            or checkpoints == "latest"
+            or "@" in Path(spec).name
+            or spec.startswith("pretrained:")
+        ):
             found.append(headtohead.player(spec, load, flag="run"))
             continue
         where = Path(spec).expanduser()

@@ -390,10 +390,14 @@ def with_opponents(env: Any, env_params: Any, opponents: str | None, num_bots: i
         else:
             from jaxrl.errors import ConfigError
             from jaxrl.run.frozen import frozen_policy
+            from jaxrl.run.shelf import is_pretrained
 
-            path = Path(opponents).expanduser().resolve()
-            if not path.is_dir():
-                raise UsageError(f"opponents={opponents} is invalid: allowed {', '.join(BOT_KINDS)} or a run directory")
+            path = opponents if is_pretrained(opponents) else Path(opponents).expanduser().resolve()
+            if not is_pretrained(opponents) and not Path(path).is_dir():
+                raise UsageError(
+                    f"opponents={opponents} is invalid: allowed {', '.join(BOT_KINDS)}, a run directory"
+                    " or pretrained:NAME"
+                )
             try:
                 policy = frozen_policy(str(path), env.observation_space().shape)
             except ConfigError as e:

@@ -17,23 +17,31 @@ from jaxrl.errors import ConfigError
 def with_frozen_bots(env: Any) -> Any:
     """`env` with the greedy policy of its `bot_policy` run attached (`env.with_bot_policy`); unchanged when
     it names none. ConfigError, one line, when the directory is not a finished arena run it can use."""
+    from jaxrl.run.shelf import is_pretrained
+
     path = hook(env, "bot_policy")
     if not path:
         return env
-    return env.with_bot_policy(frozen_policy(str(Path(path).expanduser().resolve()), env.observation_space().shape))
+    where = path if is_pretrained(path) else str(Path(path).expanduser().resolve())
+    return env.with_bot_policy(frozen_policy(where, env.observation_space().shape))
 
 
 @functools.cache
 def frozen_policy(run_dir: str, obs_shape: tuple[int, ...]) -> Any:
-    """`(obs, key) -> actions` of seed 0 (of a sweep's best member) of the newest checkpoint of `run_dir`,
-    greedy, its parameters closed over (constants of the compiled step). Loaded once per process."""
+    """`(obs, key) -> actions` of seed 0 (of a sweep's best member) of the newest checkpoint of `run_dir`, or of
+    the shelf agent `pretrained:NAME`, greedy, its parameters closed over (constants of the compiled step).
+    Loaded once per process."""
     from jaxrl.config.compose import UsageError, resume_config
     from jaxrl.config.environment import make_env
     from jaxrl.run.checkpoint import Checkpointer, CheckpointError
     from jaxrl.run.driver import Program
     from jaxrl.run.rundir import run_files
+    from jaxrl.run.shelf import ShelfAgent, is_pretrained
 
     where = f"env.bot_policy={run_dir}"
+    if is_pretrained(run_dir):
+        agent = ShelfAgent(run_dir)  # ShelfError (a ConfigError), one line
+        return _acting(agent.config, *agent.restore()[1:], 0, where, obs_shape)
     if not Path(run_dir).is_dir() or "checkpoints/" not in run_files(Path(run_dir)):
         raise ConfigError(
             f"{where} is not a jaxrl run with checkpoints (train one first: python -m jaxrl.train env=arena)"
@@ -46,12 +54,9 @@ def frozen_policy(run_dir: str, obs_shape: tuple[int, ...]) -> Any:
         raise ConfigError(f"{where} trained on env={cfg.env.name}; a bot policy must come from an arena run")
     cfg.env.bot_policy = ""  # its own opponents are not needed to act
     env, env_params = make_env(cfg)
-    own = tuple(env.observation_space().shape[-3:])
-    if own != tuple(obs_shape[-3:]):
-        raise ConfigError(f"{where} sees {own} views; this arena's learners see {tuple(obs_shape[-3:])} (set env.view)")
+    check_view(env, where, obs_shape)
     program = Program(cfg, env, env_params)
-    if program.algo.initial_carry(1) is not None:
-        raise ConfigError(f"{where} has a recurrent policy; a bot policy must be feed-forward")
+    check_feed_forward(program, where)
     checkpoints = Checkpointer(Path(run_dir) / "checkpoints", reader=True)
     try:
         warn = lambda line: print(line, file=sys.stderr, flush=True)
@@ -60,7 +65,26 @@ def frozen_policy(run_dir: str, obs_shape: tuple[int, ...]) -> Any:
         raise ConfigError(f"{where}: {e}") from None
     finally:
         checkpoints.close()
-    member = best_member(Path(run_dir), program.sweep.size)
+    return _acting(cfg, runner, program, best_member(Path(run_dir), program.sweep.size), where, obs_shape)
+
+
+def check_view(env: Any, where: str, obs_shape: tuple[int, ...]) -> None:
+    own = tuple(env.observation_space().shape[-3:])
+    if own != tuple(obs_shape[-3:]):
+        raise ConfigError(f"{where} sees {own} views; this arena's learners see {tuple(obs_shape[-3:])} (set env.view)")
+
+
+def check_feed_forward(program: Any, where: str) -> None:
+    if program.algo.initial_carry(1) is not None:
+        raise ConfigError(f"{where} has a recurrent policy; a bot policy must be feed-forward")
+
+
+def _acting(cfg: Any, runner: Any, program: Any, member: int, where: str, obs_shape: tuple[int, ...]) -> Any:
+    """`(obs, key) -> actions` of seed 0 of `member` of a restored runner, greedy, its parameters closed over."""
+    if cfg.env.name != "arena":
+        raise ConfigError(f"{where} trained on env={cfg.env.name}; a bot policy must come from an arena run")
+    check_view(program.env, where, obs_shape)
+    check_feed_forward(program, where)
     params = jax.tree.map(lambda x: x[member * cfg.num_seeds], program.algo.policy_params(runner))
     params = jax.device_get(params)
     policy = program.policy(greedy=True, member=member)

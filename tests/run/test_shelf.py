@@ -1,0 +1,185 @@
+"""The shelf (jaxrl/run/shelf.py): trained agents that ship inside the package, reachable everywhere a run is:
+`jaxrl.pretrained(NAME)`, `python -m jaxrl.eval pretrained:NAME`, `env.bot_policy=`, `opponents=`, `vs=` and
+`python -m jaxrl.rate`; `python -m jaxrl.pretrained list` and `export`; bad input as one line each."""
+
+import json
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import jaxrl
+from jaxrl.config.schema import ConfigError
+from jaxrl.pretrained import main as pretrained_main
+from jaxrl.run import shelf
+
+SHIPPED = {"snake-v1", "arena-selfplay-v1", "grid-v1"}
+FIXTURE = Path(__file__).resolve().parents[1] / "data" / "runs" / "format-3" / "ppo-cartpole"
+# A shelf agent's greedy figures were measured with XLA's optimizations on, on the CPU that trained it; the suite
+# compiles without them, and other CPUs round differently, so one changed action can change an episode.
+TOLERANCE = 0.1
+
+
+def one_line_error(capsys, code: int) -> str:
+    captured = capsys.readouterr()
+    assert code == 2 and "Traceback" not in captured.err
+    lines = captured.err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: "), captured.err
+    return lines[0]
+
+
+def test_the_shelf_ships_its_agents_inside_the_package_each_naming_its_env_version_and_figures():
+    assert set(shelf.names()) >= SHIPPED
+    assert sum(p.stat().st_size for p in shelf.SHELF.glob("*.npz")) < 8 * 2**20  # a few MB in all
+    for name in shelf.names():
+        meta = shelf.info(name)
+        assert meta["name"] == name and meta["format"] >= 3
+        assert meta["env"]["label"] == f"{meta['env']['name']}-v{meta['env']['version']}"
+        assert meta["figures"]["episodes"] >= 100 and np.isfinite(meta["figures"]["greedy_return"])
+        assert meta["trained"]["env_steps"] > 0 and meta["config"]["num_seeds"] == 1
+
+
+def test_pretrained_list_prints_every_agent_with_its_figures(capsys):
+    assert pretrained_main(["list"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert len(out) == len(shelf.names())
+    for line, name in zip(out, shelf.names(), strict=True):
+        assert line.startswith(name) and "greedy_return" in line and "env steps" in line
+
+
+def test_the_default_snake_agent_plays_to_its_recorded_score(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    run = jaxrl.pretrained("snake-v1")
+    assert run.config.env.name == "snake" and run.policy.params is not None
+    recorded = run.figures["greedy_score"]
+    got = run.evaluate(episodes=run.figures["episodes"], seed=run.figures["eval_seed"])
+    assert abs(got["score"]["mean"] - recorded) <= TOLERANCE * recorded, (got["score"]["mean"], recorded)
+    assert (tmp_path / "runs" / "pretrained-snake-v1" / "eval.json").is_file()  # where its outputs go
+
+
+def test_eval_of_a_shelf_agent_from_the_command_line(tmp_path, monkeypatch, capsys):
+    from jaxrl.eval import main as eval_main
+
+    monkeypatch.chdir(tmp_path)
+    assert eval_main(["pretrained:grid-v1", "episodes=4", "render=gif"]) == 0
+    out = capsys.readouterr().out
+    assert "world return (8 agents) mean" in out and (tmp_path / "runs" / "pretrained-grid-v1" / "replay.gif").is_file()
+
+
+def test_an_exported_policy_file_plays_exactly_like_its_run(tmp_path):
+    run_dir = Path(shutil.copytree(FIXTURE, tmp_path / "run"))
+    out = tmp_path / "mine.npz"
+    assert pretrained_main(["export", str(run_dir), str(out), "episodes=10"]) == 0
+    agent = jaxrl.load(f"pretrained:{out}")
+    mine = agent.evaluate(episodes=10, seed=3)
+    theirs = jaxrl.load(run_dir).evaluate(episodes=10, seed=3)
+    assert mine["return"] == theirs["return"]  # the same parameters: the same episodes
+    assert agent.figures["episodes"] == 10 and agent.figures["greedy_return"] > 0
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["mine.npz", "run"]  # export leaves no eval files
+
+
+def test_export_never_replaces_a_file_and_refuses_bad_arguments(tmp_path, capsys):
+    out = tmp_path / "mine.npz"
+    out.write_bytes(b"mine")
+    line = one_line_error(capsys, pretrained_main(["export", str(FIXTURE), str(out)]))
+    assert "exists" in line and out.read_bytes() == b"mine"
+    one_line_error(capsys, pretrained_main(["export", str(FIXTURE)]))
+    one_line_error(capsys, pretrained_main(["export", str(FIXTURE), str(tmp_path / "x.txt")]))
+    one_line_error(capsys, pretrained_main(["export", str(FIXTURE), str(tmp_path / "y.npz"), "games=3"]))
+    one_line_error(capsys, pretrained_main(["export", str(tmp_path / "nothing"), str(tmp_path / "z.npz")]))
+    one_line_error(capsys, pretrained_main(["bogus"]))
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["mine.npz"]
+
+
+def test_an_unknown_name_is_one_line_naming_the_shelf(capsys, tmp_path, monkeypatch):
+    from jaxrl.eval import main as eval_main
+
+    monkeypatch.chdir(tmp_path)
+    line = one_line_error(capsys, eval_main(["pretrained:snake-v9"]))
+    assert "snake-v9 is not on the shelf" in line and "snake-v1" in line
+    with pytest.raises(ConfigError):
+        jaxrl.pretrained("nope")
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("damage", ["truncated", "not a zip", "not a policy"])
+def test_a_damaged_policy_file_is_one_line(tmp_path, capsys, monkeypatch, damage):
+    from jaxrl.eval import main as eval_main
+
+    monkeypatch.chdir(tmp_path)
+    path = tmp_path / "bad.npz"
+    good = (shelf.SHELF / "snake-v1.npz").read_bytes()
+    if damage == "truncated":
+        path.write_bytes(good[: len(good) // 2])
+    elif damage == "not a zip":
+        path.write_text("hello")
+    else:
+        np.savez(path, x=np.zeros(3))
+    line = one_line_error(capsys, eval_main([f"pretrained:{path}", "episodes=2"]))
+    assert "not a readable jaxrl policy file" in line
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["bad.npz"]
+
+
+def test_a_shelf_agent_of_another_env_version_is_refused_in_one_line(monkeypatch):
+    import dataclasses
+
+    from jaxrl.envs import registry
+
+    real = registry.spec
+    monkeypatch.setattr(
+        registry, "spec", lambda name: dataclasses.replace(real(name), version=2) if name == "snake" else real(name)
+    )
+    with pytest.raises(ConfigError) as e:
+        jaxrl.pretrained("snake-v1")
+    assert "snake-v1" in str(e.value) and "snake-v2" in str(e.value) and "\n" not in str(e.value)
+
+
+def test_a_shelf_agent_drives_the_arenas_bots_and_plays_head_to_head(tmp_path):
+    run = jaxrl.train(
+        env="arena",
+        run_dir=tmp_path / "mine",
+        total_timesteps=512,
+        num_envs=8,
+        progress=False,
+        **{"env.bot_policy": "pretrained:arena-selfplay-v1", "env.view": 7, "algo.num_steps": 16},
+    )
+    assert run.summary["env_steps_per_seed"] == 512
+    against = run.evaluate(episodes=8)  # its bots are the shelf agent, as trained
+    assert "placement" in against
+    result = run.play_against("pretrained:arena-selfplay-v1", episodes=16)
+    assert result["a_wins"] + result["b_wins"] + result["draws"] == 16
+
+
+def test_a_shelf_agent_as_eval_opponents_and_in_a_rating(tmp_path, monkeypatch, capsys):
+    from jaxrl.eval import main as eval_main
+    from jaxrl.rate import main as rate_main
+
+    monkeypatch.chdir(tmp_path)
+    assert eval_main(["pretrained:arena-selfplay-v1", "episodes=8", "render=none", "opponents=greedy"]) == 0
+    assert rate_main(["pretrained:arena-selfplay-v1", "games=8", f"out={tmp_path / 'ratings'}"]) == 0
+    table = json.loads((tmp_path / "ratings" / "ratings.json").read_text())
+    assert {row["player"] for row in table["table"]} == {"pretrained:arena-selfplay-v1", "greedy", "random_safe"}
+    capsys.readouterr()
+    line = one_line_error(capsys, eval_main(["pretrained:snake-v1", "vs=greedy"]))
+    assert "arena" in line
+
+
+def test_the_published_rating_table_of_the_shelf_is_reproduced():
+    """docs/arena.md's table of the shelf's arena agents and the bots (jaxrl/shelf/ratings.json): the same players
+    and games give the same table. Bit-identical games hold on one machine; elsewhere XLA's rounding can turn a
+    game, so each pair's score may move by a few games and each rating within its published error."""
+    from jaxrl.opponents import rating
+
+    published = json.loads((shelf.SHELF / "ratings.json").read_text())
+    specs = [row["player"] for row in published["table"] if row["player"].startswith("pretrained:")]
+    found = rating.players(specs, jaxrl.load, "latest", bots=True)
+    result = rating.rate(found, published["games_per_pair"], published["seed"], say=lambda *_: None)
+    got = {row["player"]: row for row in result["table"]}
+    assert set(got) == {row["player"] for row in published["table"]}
+    for row in published["table"]:
+        assert abs(got[row["player"]]["rating"] - row["rating"]) <= max(2 * row["error"], 1e-6), row["player"]
+    pairs = {(p["a"], p["b"]): p for p in result["pairs"]}
+    for pair in published["pairs"]:
+        mine = pairs[(pair["a"], pair["b"])]
+        assert abs(mine["a_wins"] - pair["a_wins"]) <= 0.05 * pair["games"], (pair["a"], pair["b"])
