@@ -101,6 +101,8 @@ class ShelfAgent:
 
     def __init__(self, spec: str):
         from jaxrl.config.compose import typed_saved
+        from jaxrl.envs.registry import UnknownEnvError
+        from jaxrl.envs.registry import spec as env_spec
 
         self.path = path_of(spec)
         self.name = self.path.stem
@@ -108,6 +110,13 @@ class ShelfAgent:
         where = f"{PREFIX}{self.name}"
         found = check(meta.get("format"), where, meta.get("trained", {}).get("jaxrl"))
         config = meta["config"] if found == FORMAT else migrate_config(meta["config"], found)
+        env_name = str((meta.get("env") or {}).get("name"))
+        try:
+            env_spec(env_name)
+        except UnknownEnvError:
+            raise ShelfError(
+                f"{where} plays env {env_name}, which is not installed here (install or register it first)"
+            ) from None
         try:
             _, cfg = typed_saved(config)
         except Exception as e:  # noqa: BLE001  (a config of an env or algorithm this jaxrl does not have)

@@ -121,6 +121,16 @@ def test_a_damaged_policy_file_is_one_line(tmp_path, capsys, monkeypatch, damage
     assert sorted(p.name for p in tmp_path.iterdir()) == ["bad.npz"]
 
 
+def test_a_policy_file_of_an_env_that_is_not_installed_is_one_line(tmp_path):
+    meta, arrays = shelf.read(shelf.SHELF / "snake-v1.npz")
+    meta["env"]["name"] = meta["config"]["env"]["name"] = "someones_own_env"
+    path = tmp_path / "theirs.npz"
+    shelf._save(path, meta, arrays)
+    with pytest.raises(ConfigError) as e:
+        jaxrl.load(f"pretrained:{path}")
+    assert "plays env someones_own_env, which is not installed here" in str(e.value)
+
+
 def test_a_shelf_agent_of_another_env_version_is_refused_in_one_line(monkeypatch):
     import dataclasses
 
