@@ -17,7 +17,8 @@ from jaxrl.run.evaluation import evaluate
 
 USAGE = """usage: python -m jaxrl.eval RUN_DIR [key=value ...]   (or run_dir=RUN_DIR)
 
-  RUN_DIR              a run directory written by python -m jaxrl.train
+  RUN_DIR              a run directory written by python -m jaxrl.train, or pretrained:NAME (a shelf agent:
+                       python -m jaxrl.pretrained list)
   episodes=100         episodes per seed
   greedy=true          greedy actions (false: sample the policy / DQN's final epsilon)
   step=N               checkpoint to load (env steps per seed); default the newest readable one
@@ -26,11 +27,13 @@ USAGE = """usage: python -m jaxrl.eval RUN_DIR [key=value ...]   (or run_dir=RUN
   fps=10               frames per second of the replay
   out=PATH             where the GIF goes (default RUN_DIR/replay.gif)
   member=K             a sweep's member to play (default: the best one in summary.json)
-  opponents=KIND       the arena only: greedy | random_safe | a run directory (its greedy policy drives the bots)
+  opponents=KIND       the arena only: greedy | random_safe | a run directory or pretrained:NAME (its greedy
+                       policy drives the bots)
   num_bots=N           the arena only: how many bots (default: as trained)
   vs=OPPONENT          the arena only, repeatable: head-to-head games against another run (RUN_DIR or
-                       RUN_DIR@STEP) or a bot (greedy | random_safe), seats rotated; episodes= games per
-                       opponent (1000 is a good number); writes RUN_DIR/versus.json and versus.gif
+                       RUN_DIR@STEP), a shelf agent (pretrained:NAME) or a bot (greedy | random_safe),
+                       seats rotated; episodes= games per opponent (1000 is a good number); writes
+                       RUN_DIR/versus.json and versus.gif
 
 Prints mean, median, min and max of the return (and of the score, with the win rate, for
 envs that report them) and writes them to RUN_DIR/eval.json, with the score histogram and

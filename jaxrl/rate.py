@@ -15,7 +15,7 @@ from jaxrl.run.checkpoint import CheckpointError
 USAGE = """usage: python -m jaxrl.rate RUN_DIR [RUN_DIR ...] [key=value ...]
 
   RUN_DIR              an arena run (its newest checkpoint), RUN_DIR@STEP for one checkpoint,
-                       or greedy / random_safe
+                       a shelf agent (pretrained:NAME), or greedy / random_safe
   games=200            games per pair of players (seats rotated, greedy policies)
   checkpoints=latest   latest: each run's newest checkpoint | all: every checkpoint it kept
                        (a rating curve over training; keep more with checkpoint.keep=N when training)

@@ -75,7 +75,8 @@ def player(spec: Any, load: Any, flag: str = "vs") -> Player:
         where = Path(text).expanduser()
         if not where.is_dir():
             raise UsageError(
-                f"{flag}={spec} is invalid: allowed {', '.join(BOTS)} or a run directory (PATH or PATH@STEP)"
+                f"{flag}={spec} is invalid: allowed {', '.join(BOTS)}, a run directory (PATH or PATH@STEP)"
+                " or pretrained:NAME"
             )
         try:
             run = load(where)

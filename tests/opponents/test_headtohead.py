@@ -85,7 +85,10 @@ def test_run_play_against_is_the_same_games(runs):
 @pytest.mark.parametrize(
     ("vs", "message"),
     [
-        ("{missing}", "is invalid: allowed greedy, random_safe or a run directory"),
+        (
+            "{missing}",
+            "is invalid: allowed greedy, random_safe, a run directory (PATH or PATH@STEP) or pretrained:NAME",
+        ),
         ("{foreign}", "is not a jaxrl run directory"),
         ("{grid}", "trained on env=grid; head-to-head games are played in the arena"),
         ("{small}", "trained on a 9x9 board"),
