@@ -151,3 +151,12 @@ def several_agents_rows(tmp_path, algo: str) -> list[dict]:
     longer = jaxrl.train(resume=run.run_dir, total_timesteps=4 * 16 * 3, progress=False)
     assert longer.summary["env_steps_per_seed"] == 4 * 16 * 3
     return rows
+
+
+def one_line_error(capsys, code: int) -> str:
+    """The one `error: ...` line a CLI printed for bad input (exit code 2, no traceback)."""
+    captured = capsys.readouterr()
+    assert code == 2 and "Traceback" not in captured.err
+    lines = captured.err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: "), captured.err
+    return lines[0]

@@ -20,7 +20,7 @@ from typing import Any
 from jaxrl.config.schema import ConfigError
 
 FORMAT = 3  # 3: run.json in the run directory; the env's version in each checkpoint's meta (`env.version`)
-OLDEST = 2  # 2 (2026-11-26): runners hold their envs as one `Streams` record. Earlier runs cannot be read.
+OLDEST = 2  # the first format with a way forward: earlier runs predate versioned layouts
 RUN_FILE = "run.json"
 UNVERSIONED = 2  # the format of a run directory without run.json
 

@@ -185,7 +185,7 @@ def write(run: Any, name: str, out: Path, figures: dict[str, Any], seed: int = 0
     parts = {
         k: np.asarray(jax.random.key_data(v) if _is_key(v) else v)[0] for k, v in _policy_parts(program, single).items()
     }
-    config = OmegaConf.to_container(OmegaConf.load(run.run_dir / "config.yaml"), resolve=True)
+    config = OmegaConf.to_container(OmegaConf.structured(run.config), resolve=True)  # as loaded: migrated
     config["num_seeds"] = 1
     for key, value in program.sweep.members[member].items():  # a sweep's member: its settings, no sweep
         group, _, field = key.partition(".")

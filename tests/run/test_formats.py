@@ -18,6 +18,7 @@ from jaxrl.config import formats
 from jaxrl.config.schema import ConfigError
 from jaxrl.run.checkpoint import Checkpointer
 from jaxrl.upgrade import main as upgrade_main
+from tests.helpers import one_line_error
 
 RUNS = Path(__file__).resolve().parents[1] / "data" / "runs"
 FIXTURES = sorted(p for p in RUNS.glob("format-*/*") if (p / "expected.json").is_file())
@@ -176,14 +177,6 @@ def test_an_upgrade_stopped_half_way_is_finished_by_the_next(tmp_path, capsys):
     assert upgrade_main([str(run_dir)]) == 0
     assert aside.is_dir() and (run_dir / "checkpoints" / str(step)).is_dir()
     assert formats.run_info(run_dir)["format"] == formats.FORMAT
-
-
-def one_line_error(capsys, code: int) -> str:
-    captured = capsys.readouterr()
-    assert code == 2 and "Traceback" not in captured.err
-    lines = captured.err.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("error: "), captured.err
-    return lines[0]
 
 
 def test_a_newer_format_names_both_formats_and_the_jaxrl_that_wrote_it(tmp_path, capsys):

@@ -13,20 +13,13 @@ import jaxrl
 from jaxrl.config.schema import ConfigError
 from jaxrl.pretrained import main as pretrained_main
 from jaxrl.run import shelf
+from tests.helpers import one_line_error
 
 SHIPPED = {"snake-v1", "arena-selfplay-v1", "grid-v1"}
 FIXTURE = Path(__file__).resolve().parents[1] / "data" / "runs" / "format-3" / "ppo-cartpole"
 # A shelf agent's greedy figures were measured with XLA's optimizations on, on the CPU that trained it; the suite
 # compiles without them, and other CPUs round differently, so one changed action can change an episode.
 TOLERANCE = 0.1
-
-
-def one_line_error(capsys, code: int) -> str:
-    captured = capsys.readouterr()
-    assert code == 2 and "Traceback" not in captured.err
-    lines = captured.err.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("error: "), captured.err
-    return lines[0]
 
 
 def test_the_shelf_ships_its_agents_inside_the_package_each_naming_its_env_version_and_figures():
