@@ -16,6 +16,7 @@ from jaxrl.run.checkpoint import CheckpointError
 from jaxrl.run.evaluation import evaluate
 
 USAGE = """usage: python -m jaxrl.eval RUN_DIR [key=value ...]   (or run_dir=RUN_DIR)
+       python -m jaxrl.eval replay=FILE [render=gif|html] [fps=10] [out=PATH]
 
   RUN_DIR              a run directory written by python -m jaxrl.train, or pretrained:NAME (a shelf agent:
                        python -m jaxrl.pretrained list)
@@ -23,9 +24,13 @@ USAGE = """usage: python -m jaxrl.eval RUN_DIR [key=value ...]   (or run_dir=RUN
   greedy=true          greedy actions (false: sample the policy / DQN's final epsilon)
   step=N               checkpoint to load (env steps per seed); default the newest readable one
   seed=0               evaluation seed
-  render=gif           gif: replay.gif of the best episode | terminal: play it in the terminal | none
+  render=gif           gif: replay.gif of the best episode | html: replay.html too, a self-contained page with
+                       play, pause, a scrubber and speed | terminal: play it in the terminal | none
+                       (gif and html also write replay.json, the episode's seed and actions)
   fps=10               frames per second of the replay
-  out=PATH             where the GIF goes (default RUN_DIR/replay.gif)
+  out=PATH             where the replay goes (default RUN_DIR/replay.gif, or replay.html with render=html)
+  replay=FILE          an episode file (replay.json, or a game saved by python -m jaxrl.play): step it again
+                       with its actions and draw it (beside FILE, or at out=); no run directory is needed
   member=K             a sweep's member to play (default: the best one in summary.json)
   opponents=KIND       the arena only: greedy | random_safe | a run directory or pretrained:NAME (its greedy
                        policy drives the bots)
@@ -55,15 +60,19 @@ DEFAULTS: dict[str, Any] = {
     "opponents": None,
     "num_bots": None,
     "vs": None,  # a list: vs= may be given several times
+    "replay": None,
 }
 
 
-RENDERS = ("gif", "terminal", "none")
+RENDERS = ("gif", "html", "terminal", "none")
 
 
 def parse_args(argv: list[str]) -> dict[str, Any]:
     """key=value arguments checked against DEFAULTS; UsageError naming the bad one."""
     args = dict(DEFAULTS)
+    given = {item.partition("=")[0] for item in argv if "=" in item} | (
+        {"run_dir"} if argv and "=" not in argv[0] else set()
+    )
     if argv and "=" not in argv[0]:  # the run directory first, as people type it
         argv = [f"run_dir={argv[0]}", *argv[1:]]
         if any(a.startswith("run_dir=") for a in argv[1:]):
@@ -82,7 +91,17 @@ def parse_args(argv: list[str]) -> dict[str, Any]:
             args["vs"] = [*(args["vs"] or []), value]
             continue
         args[key] = value
-    if args["run_dir"] is None:
+    if args["replay"] is not None:
+        clash = [
+            k
+            for k in ("run_dir", "episodes", "greedy", "step", "seed", "member", "opponents", "num_bots", "vs")
+            if k in given
+        ]
+        if clash:
+            raise UsageError(f"{clash[0]}= does not apply to replay=FILE: the file holds the game's seed and actions")
+        if args["render"] not in ("gif", "html"):
+            raise UsageError(f"render={args['render']} does not apply to replay=FILE: allowed gif, html")
+    elif args["run_dir"] is None:
         raise UsageError("a run directory is required: python -m jaxrl.eval RUN_DIR (written by python -m jaxrl.train)")
     for key, low in (("episodes", 1), ("seed", 0), ("fps", 1), ("step", 0), ("member", 0), ("num_bots", 0)):
         if args[key] is not None:
@@ -153,7 +172,19 @@ def report(result: dict[str, Any]) -> None:
     if result["unfinished"]:
         print(f"note: {result['unfinished']} episodes hit the step limit of this evaluation and were cut")
     if result.get("replay"):
-        print(f"replay of the best episode (return {result['best']['return']:.2f}): {result['replay']}")
+        also = f" and {result['replay_html']}" if result.get("replay_html") else ""
+        print(f"replay of the best episode (return {result['best']['return']:.2f}): {result['replay']}{also}")
+        if result.get("episode_file"):
+            print(f"its seed and actions: {result['episode_file']} (python -m jaxrl.eval replay=FILE)")
+
+
+def report_replay(result: dict[str, Any]) -> None:
+    """A replayed episode file in a line or two."""
+    figures = f"{result['length']} steps, return {result['return']:.2f}"
+    if "score" in result:
+        figures += f", score {result['score']:g}" + (" (won)" if result.get("won") else "")
+    print(f"replayed {result['episode_file']}: {figures}")
+    print(f"replay: {result['replay']}" + (f" and {result['replay_html']}" if "replay_html" in result else ""))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -163,6 +194,11 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     try:
         args = parse_args(argv)
+        if args["replay"] is not None:
+            from jaxrl.run.evaluation import replay_file
+
+            report_replay(replay_file(args["replay"], args["render"], args["fps"], args["out"]))
+            return 0
         from jaxrl.api import load
 
         run = load(args.pop("run_dir"))
@@ -175,6 +211,7 @@ def main(argv: list[str] | None = None) -> int:
             headtohead.report(result)
             return 0
         args.pop("vs")
+        args.pop("replay")
         result = evaluate(run, **args)
     except (UsageError, ConfigError, CheckpointError) as e:
         print(f"error: {e}", file=sys.stderr)

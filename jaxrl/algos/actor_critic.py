@@ -189,6 +189,15 @@ class ActorCritic(OnPolicy):
         """`(params, carry, obs) -> (carry, logits)`: what `policy` chooses from (self-play's opponents act on it)."""
         return lambda params, carry, obs: self.forward(*params, carry, obs)[:2]
 
+    def readout(self):
+        """`(params, carry, obs) -> (action probabilities, value)` of a discrete policy, for the step `carry` is at."""
+
+        def read(params: tuple[Any, ObsStats | None], carry: Any, obs: jax.Array) -> tuple[jax.Array, jax.Array]:
+            _, pi, value = self.forward(*params, carry, obs)
+            return jax.nn.softmax(pi.astype(jnp.float32), axis=-1), value
+
+        return read
+
     def to_env(self, action: jax.Array) -> jax.Array:
         """The action the env gets: continuous actions clipped to the space's bounds."""
         return jnp.clip(action, self.action_low, self.action_high) if self.continuous else action

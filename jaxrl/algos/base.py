@@ -121,6 +121,15 @@ class EpsilonGreedy:
         """`(params, carry, obs) -> (carry, Q-values)`."""
         return lambda params, carry, obs: (carry, self.q_values(params, obs))
 
+    def readout(self) -> Any:
+        """`(params, carry, obs) -> (Q-values, their maximum)`."""
+
+        def read(params: Any, carry: Any, obs: jax.Array) -> tuple[jax.Array, jax.Array]:
+            q = self.q_values(params, obs)
+            return q, jnp.max(q, axis=-1)
+
+        return read
+
 
 class TargetNetwork:
     """A target network that follows the online one: moved (copied, or blended by `algo.tau`) at each update

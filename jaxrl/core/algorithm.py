@@ -73,3 +73,9 @@ class Algorithm(Protocol):
     def action_scores(self) -> Callable[[Any, Any, jax.Array], tuple[Any, jax.Array]]:
         """`(params, carry, obs) -> (carry, per-action scores)`: what `policy` chooses from."""
         ...
+
+    # The play page (`jaxrl.play`) shows this beside each step.
+    def readout(self) -> Callable[[Any, Any, jax.Array], tuple[jax.Array, jax.Array]]:
+        """`(params, carry, obs) -> (per-action numbers, value)`: the policy's action probabilities and the critic's
+        value (actor-critics), or the Q-values and their maximum (value-based: `sampled_scores` is False)."""
+        ...

@@ -141,6 +141,11 @@ class Program:
         precision wherever it is jitted."""
         return with_matmul_precision(self.cfg.precision, self.algorithm(self.member_hypers(member)).policy(greedy))
 
+    def readout(self, member: int = 0) -> Any:
+        """The algorithm's `readout` (action probabilities or Q-values, and the value) with a sweep member's
+        values, at the run's matmul precision."""
+        return with_matmul_precision(self.cfg.precision, self.algorithm(self.member_hypers(member)).readout())
+
     def check_memory(self, device: Any) -> None:
         """ConfigError when the algorithm's large allocations for all seeds exceed the device's free memory."""
         from jaxrl.run.devices import check_fits

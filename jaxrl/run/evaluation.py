@@ -55,6 +55,7 @@ from jaxrl.algos.base import PolicyFn
 from jaxrl.config.compose import UsageError
 from jaxrl.envs.base import hook, offers
 from jaxrl.envs.render import GIF_PIXELS, upscale
+from jaxrl.run.episodes import KeyChain
 from jaxrl.run.loggers import write_json
 
 # Step info keys that describe the episode, carried to its end when the env has them: `won` holds once set; the
@@ -159,6 +160,7 @@ def _start(env: Any, env_params: Any, key: jax.Array, num_episodes: int, carry: 
     reset_key, key = jax.random.split(key)
     obs, state = jax.vmap(env.reset, in_axes=(0, None))(jax.random.split(reset_key, num_episodes), env_params)
     zeros = jnp.zeros(num_episodes, jnp.float32)
+    one = env.action_space(env_params).sample(reset_key)  # one world's action: its shape and dtype
     return {
         "t": jnp.zeros((), jnp.int32),
         "key": key,
@@ -172,6 +174,7 @@ def _start(env: Any, env_params: Any, key: jax.Array, num_episodes: int, carry: 
         "kills": zeros,
         "won": jnp.zeros(num_episodes, bool),
         "carry": carry,
+        "action": jnp.zeros((num_episodes, *one.shape), one.dtype),  # the last step's, for episode files
     }
 
 
@@ -209,6 +212,7 @@ def _advance(env: Any, env_params: Any, policy: PolicyFn, params: Any, c: dict[s
         **last,
         "won": won,
         "carry": carry,
+        "action": action.reshape(c["action"].shape).astype(c["action"].dtype),
     }
 
 
@@ -262,24 +266,21 @@ def record(
     carry: Any = None,
 ) -> tuple[Any, dict[str, jax.Array]]:
     """Frames `render(state)` (any pytree) of episode `index` of the same `play(...)` call (same key, batch
-    and policy), one per step, and its progress at each: {"return", "score"} so far, (length,).
+    and policy), one per step, and its progress at each: {"return", "score"} so far and the "action" taken
+    there, (length, ...).
 
     `length` is that episode's length from `play`; the frames show the state before each of
     its `length` actions (the auto-reset after the last one is not shown).
     """
 
-    def pick(c):
-        progress = {"return": c["return"][index], "score": c["score"][index]}
-        return render(jax.tree.map(lambda x: x[index], c["state"])), progress
-
     def step(c, _):
+        progress = {"return": c["return"][index], "score": c["score"][index]}
+        frame = render(jax.tree.map(lambda x: x[index], c["state"]))
         c = _advance(env, env_params, policy, params, c)
-        return c, pick(c)
+        return c, (frame, {**progress, "action": c["action"][index]})
 
     c = _start(env, env_params, key, num_episodes, carry)
-    first = pick(c)
-    _, rest = jax.lax.scan(step, c, None, length=max(length - 1, 0))
-    return jax.tree.map(lambda a, b: jnp.concatenate([a[None], b]), first, rest)
+    return jax.lax.scan(step, c, None, length=max(length, 1))[1]
 
 
 def evaluate(
@@ -331,35 +332,138 @@ def evaluate(
     if changed:
         result["env_params_changed"] = changed
     result.update(run_dir=str(run.run_dir), seconds=time.perf_counter() - t0)
-    drawer = {"gif": "render_rgb", "terminal": "render_text"}.get(render)
+    drawer = {"gif": "render_rgb", "html": "render_rgb", "terminal": "render_text"}.get(render)
     if drawer is not None and offers(env, drawer):
         best = result["best"]
-        picture = env.render_rgb if render == "gif" else (lambda s: s)  # states, drawn as text below
+        picture = env.render_rgb if drawer == "render_rgb" else (lambda s: s)  # states, drawn as text below
         draw = lambda s: (picture(s), s)
         replay = lambda k, p, e: record(env, e, policy, p, k, episodes, best["episode"], best["length"], draw, carry)
-        seed_trees = (jax.tree.map(lambda x: x[best["seed"]], tree) for tree in (params, env_params))
+        seed_trees = [jax.tree.map(lambda x: x[best["seed"]], tree) for tree in (params, env_params)]
         (frames, states), progress = jax.device_get(jax.jit(replay)(keys[best["seed"]], *seed_trees))
         lines = captions(progress, best)
         if offers(env, "caption"):  # the env's own line per frame (the arena: every snake's length)
             lines = [
                 f"{line}   {env.caption(jax.tree.map(lambda x, t=t: x[t], states))}" for t, line in enumerate(lines)
             ]
-        if render == "gif":
-            path = Path(out).expanduser() if out else run.run_dir / "replay.gif"
-            _keep_previous(path)
-            save_gif(np.asarray(frames), path, fps, lines)
-            result["replay"] = str(path)
-        else:
+        if render == "terminal":
             play_in_terminal(env, frames, lines, fps)
+        else:
+            chain = KeyChain(seed, cfg.num_seeds, best["seed"], episodes, best["episode"])
+            bots = against.get("opponents") if against.get("opponents") not in (None, *BOT_KINDS) else None
+            episode = episode_of(cfg, seed_trees[1], chain, progress["action"], best, run_label(run), bots)
+            title = f"jaxrl replay: {cfg.env.name}, {run_label(run)}, return {best['return']:.2f}"
+            result.update(write_replays(frames, lines, fps, replay_paths(out, run.run_dir, render), episode, title))
     elif drawer is not None:
         result["replay"] = None
-        how = "as a picture" if render == "gif" else "as text"
+        how = "as text" if render == "terminal" else "as a picture"
         print(f"note: {cfg.env.name} does not draw itself {how}; no replay", file=sys.stderr)
     _keep_previous(run.run_dir / "eval.json")
     try:
         write_json(run.run_dir / "eval.json", result)
     except OSError as e:
         raise UsageError(f"{run.run_dir / 'eval.json'} cannot be written ({e.strerror or e})") from None
+    return result
+
+
+def run_label(run: Any) -> str:
+    """A run as tables name it: pretrained:NAME, or its directory."""
+    return getattr(run, "spec", None) or str(run.run_dir)
+
+
+def replay_paths(out: str | Path | None, run_dir: Path, render: str) -> dict[str, Path]:
+    """Where a replay's files go: {"gif", "html" (render=html), "episode"}, named after `out` (default
+    RUN_DIR/replay.gif, or RUN_DIR/replay.html with render=html)."""
+    suffix = ".html" if render == "html" else ".gif"
+    main = Path(out).expanduser() if out else Path(run_dir) / f"replay{suffix}"
+    paths = {"gif": main.with_suffix(".gif"), "episode": main.with_suffix(".json")}
+    if render == "html":
+        paths["html"] = main if main.suffix == ".html" else main.with_suffix(".html")
+    return paths
+
+
+def write_replays(
+    frames: np.ndarray, lines: list[str], fps: int, paths: dict[str, Path], episode: Any, title: str
+) -> dict:
+    """The replay GIF, the HTML replay (when asked) and the episode file; what eval.json records of them."""
+    from jaxrl.run.html_replay import write_html
+
+    for path in paths.values():
+        _keep_previous(path)
+    save_gif(np.asarray(frames), paths["gif"], fps, lines)
+    written = {"replay": str(paths["gif"])}
+    if "html" in paths:
+        write_html(np.asarray(frames), lines, paths["html"], fps, title=title)
+        written["replay_html"] = str(paths["html"])
+    if episode is not None:
+        try:
+            episode.write(paths["episode"])
+        except OSError as e:
+            raise UsageError(f"{paths['episode']} cannot be written ({e.strerror or e})") from None
+        written["episode_file"] = str(paths["episode"])
+    return written
+
+
+def episode_of(
+    cfg: Any, env_params: Any, chain: Any, actions: Any, best: dict, who: str, bot_policy: str | None = None
+) -> Any:
+    """The best episode as an episode file holds it (`jaxrl.run.episodes`): its keys, actions and result;
+    `bot_policy`: the run whose policy drove the bots (opponents=RUN_DIR), named so that a replay loads it."""
+    from jaxrl import envs
+    from jaxrl.config.environment import env_settings
+    from jaxrl.run.episodes import Episode, plain_params
+
+    values, dtypes = plain_params(jax.device_get(env_params))
+    settings = {**env_settings(cfg), **({"bot_policy": bot_policy} if bot_policy else {})}
+    agents = int(np.asarray(actions).reshape(len(actions), -1).shape[1])
+    keep = ("return", "length", "score", "won")
+    return Episode(
+        env=cfg.env.name,
+        env_version=envs.spec(cfg.env.name).version,
+        env_settings=settings,
+        env_params=values,
+        env_param_dtypes=dtypes,
+        key=chain,
+        actions=np.asarray(actions).tolist(),
+        seats=[who] * agents,
+        result={k: best[k] for k in keep if k in best},
+    )
+
+
+def replay_file(path: str | Path, render: str = "gif", fps: int = 10, out: str | Path | None = None) -> dict:
+    """An episode file stepped again with its recorded actions and drawn (`render=gif | html | terminal`) beside
+    the file or at `out`; {"return", "length", "score", "won", "replay", ...}. A result that differs from the
+    recorded one is said in a note (the env changed since)."""
+    from jaxrl.run import episodes
+
+    episode = episodes.read(path)
+    env, env_params = episodes.env_of(episode)
+    if not offers(env, "render_rgb"):
+        raise UsageError(f"{episode.env} does not draw itself as a picture; no replay")
+    played = episodes.simulate(env, env_params, episode.key, episode.actions)
+    length = len(episode.actions)
+    got = {"return": float(played["return"][-1]), "length": length}
+    if "score" in episode.result:
+        got["score"] = float(played["score"][-1])
+    if "won" in episode.result:
+        got["won"] = bool(played["won"][-1])
+    recorded = episode.result
+    differs = [k for k in got if k in recorded and not np.isclose(float(got[k]), float(recorded[k]), atol=1e-4)]
+    if differs:
+        pairs = ", ".join(f"{k} {recorded[k]} -> {got[k]}" for k in differs)
+        print(f"note: the replay differs from the recorded game ({pairs}): the env changed since", file=sys.stderr)
+    progress = {"return": np.concatenate([[0.0], played["return"]]), "score": np.concatenate([[0.0], played["score"]])}
+    if "score" not in got:
+        progress["score"] = progress["return"]
+    lines = captions(progress, got)
+    frames = played["frames"][:length]
+    result = {"episode_file": str(Path(path).expanduser()), **got}
+    source = Path(path).expanduser()  # beside it as STEM.replay.gif: a saved game's own GIF stays as it is
+    target = Path(out).expanduser() if out else source.with_name(f"{source.stem}.replay.gif")
+    paths = {"gif": target.with_suffix(".gif")}
+    if render == "html":
+        paths["html"] = target.with_suffix(".html")
+    title = f"jaxrl replay: {episode.env}, {Path(path).name}"
+    result.update(write_replays(frames, lines, fps, paths, None, title))
     return result
 
 

@@ -1,0 +1,389 @@
+"""The play page's games: who holds each seat, the env's own jitted step, and what a frame shows.
+
+A `Table` is what every page of one `python -m jaxrl.play` server shares: the env as the run trained it (or as
+`env=` builds it), its params, the policies and the compiled steps. A `Game` is one page's game: its state,
+seed and actions. Nothing of the rules is copied: every step is the env's `step_env`, every picture its
+`render_rgb`.
+
+A game is stepped in one of two ways:
+- `env`: the env as evaluation plays it. The run's policy acts for every learner, the env's own bots play
+  inside its step, and a seated person takes learner 0's action. With seed S the agent's moves are those of
+  `python -m jaxrl.eval RUN episodes=1 seed=S` (the same key chain: `jaxrl.run.episodes.KeyChain`).
+- `table` (the arena): every seat's action given, so that a person sits beside the run's policy and the
+  opponents (`opponents=`: bots, another run, a shelf agent), or two runs play head-to-head (`vs=`), seats
+  rotated each game as `python -m jaxrl.eval vs=` rotates them.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from jaxrl.config.compose import UsageError
+from jaxrl.envs.base import offers
+from jaxrl.play import controls
+from jaxrl.run.episodes import Episode, KeyChain, plain_params, step_held
+
+# Table-mode seat owners: a person, the run's policy, the two scripted bots; other players from OTHERS on.
+PERSON, POLICY, GREEDY, RANDOM_SAFE, OTHERS = 0, 1, 2, 3, 4
+BOTS = {"greedy": GREEDY, "random_safe": RANDOM_SAFE}
+WALL = (110, 110, 110)  # the page's ring around the board: what lies beyond it
+
+
+@dataclasses.dataclass(frozen=True)
+class Agent:
+    """A policy at the table: `act(params, carry, obs, key) -> (carry, actions)`, `read(params, carry, obs) ->
+    (numbers, value)` (None for a frozen opponent), its params and carry, and the view it sees (the arena)."""
+
+    name: str
+    act: Any
+    params: Any
+    initial_carry: Any
+    read: Any = None
+    kind: str = "probabilities"  # what `read`'s numbers are: probabilities, or Q-values
+    view: int = 0
+
+
+def run_agent(run: Any, step: int | None = None, member: int | None = None) -> tuple[Agent, Any, Any, Any]:
+    """(the run's greedy policy as an Agent, its env, its env params as evaluation plays them (seed 0), the
+    program); the same policy and params `python -m jaxrl.eval` plays."""
+    from jaxrl.run.evaluation import params_for_eval, pick_member
+
+    found, runner, program = run.restore(step)
+    member = pick_member(run, program, member)
+    cfg = run.config
+    first = member * cfg.num_seeds  # seed 0 of the member
+    env = program.env
+    trained = jax.tree.map(lambda x: x[first : first + 1], runner.envs.params)
+    env_params = jax.tree.map(lambda x: x[0], params_for_eval(env, trained))
+    algo = program.algorithm(program.member_hypers(member))
+    params = jax.device_get(jax.tree.map(lambda x: x[first], algo.policy_params(runner)))
+    name = getattr(run, "spec", None) or str(run.run_dir)
+    agent = Agent(
+        name=name,
+        act=program.policy(True, member),
+        params=params,
+        initial_carry=algo.initial_carry,
+        read=program.readout(member),
+        kind="probabilities" if algo.sampled_scores else "Q-values",
+        view=getattr(env, "view", 0),
+    )
+    return agent, env, env_params, {"step": found, "seeds": cfg.num_seeds, "config": cfg}
+
+
+class Mode:
+    """One way of stepping a game (see the module's docstring): its env and params, seats and compiled steps."""
+
+    def __init__(self, table: Table, name: str, env: Any, env_params: Any, seats: int):
+        self.table, self.name, self.env, self.env_params, self.seats = table, name, env, env_params, seats
+        self.actions = controls.action_names(env)
+        self.step = jax.jit(self._env_step if name == "env" else self._table_step)
+        self.look = jax.jit(self._readout)
+        self.reset = jax.jit(lambda key: env.reset(key, env_params))
+        self.render = jax.jit(env.render_rgb)
+
+    def _batch(self, obs: jax.Array) -> jax.Array:
+        """Observations with a seat axis (one learner's observation has none)."""
+        return obs if self.seats > 1 or self.name == "table" else obs[None]
+
+    def _readout(self, params: Any, carry: Any, obs: jax.Array, focus: jax.Array) -> tuple[jax.Array, jax.Array]:
+        """(numbers, value) of the run's policy at seat `focus`; zeros without a policy."""
+        agent = self.table.agent
+        if agent is None:
+            return jnp.zeros(len(self.actions)), jnp.zeros(())
+        numbers, value = agent.read(params, carry, self._batch(obs))
+        return numbers[focus].astype(jnp.float32), value.reshape(-1)[focus].astype(jnp.float32)
+
+    def observe(self, state: Any, obs: jax.Array) -> jax.Array:
+        """What the run's policy reads: the env's observation, or (table) every seat's view as the run sees it."""
+        return obs if self.name == "env" else _views(self.env, self.table.agent, state)
+
+    def _env_step(self, key, state, obs, carries, person_action, person_on, owners, focus, params):
+        key, act_key, step_key = KeyChain(0).advance(key)  # split as evaluation's batch of one episode
+        agent = self.table.agent
+        batch = self._batch(obs)
+        if agent is None:  # env= alone: the learners a person does not hold move at random
+            carry, action = carries[0], jax.random.randint(act_key, (batch.shape[0],), 0, len(self.actions))
+        else:
+            carry, action = agent.act(params[0], carries[0], batch, act_key)
+        action = action.astype(jnp.int32)
+        action = action.at[0].set(jnp.where(person_on, person_action, action[0]))
+        action = action if self.seats > 1 else action[0]
+        obs, state, reward, done, info = step_held(self.env, step_key, state, action, self.env_params)
+        numbers, value = self._readout(params[0], carry, obs, focus)
+        return key, state, obs, (carry, *carries[1:]), action, reward, done, info, numbers, value
+
+    def _table_step(self, key, state, obs, carries, person_action, person_on, owners, focus, params):
+        key, act_key, step_key = KeyChain(0).advance(key)
+        players = self.table.players
+        keys = jax.random.split(act_key, len(players) + 2)
+        rules = self.env
+        turn = lambda direction: (direction - state.heading + 1) % 4  # the bots' directions as relative moves
+        acted = []
+        for i, player in enumerate(players):
+            if player is None:  # no run at the table (env= alone): its seats go straight on
+                acted.append((carries[i], jnp.ones(self.seats, jnp.int32)))
+                continue
+            carry, action = player.act(params[i], carries[i], _views(rules, player, state), keys[i])
+            acted.append((carry, action.astype(jnp.int32)))
+        choices = [  # indexed by owner: PERSON, POLICY, GREEDY, RANDOM_SAFE, OTHERS + i
+            jnp.full(self.seats, person_action, jnp.int32),
+            acted[0][1],
+            turn(rules.bot_directions(keys[-2], state.replace(greedy=jnp.ones_like(state.alive)))),
+            turn(rules.bot_directions(keys[-1], state.replace(greedy=jnp.zeros_like(state.alive)))),
+            *(a for _, a in acted[1:]),
+        ]
+        action = jnp.select([owners == k for k in range(len(choices))], choices, 1).astype(jnp.int32)
+        obs, state, reward, done, info = step_held(rules, step_key, state, action, self.env_params)
+        new_carries = tuple(c for c, _ in acted)
+        numbers, value = self._readout(params[0], new_carries[0], _views(rules, self.table.agent, state), focus)
+        return key, state, obs, new_carries, action, reward, done, info, numbers, value
+
+
+class Table:
+    """What every game of one server shares (see the module's docstring).
+
+    `env`, `env_params`: as evaluation plays them; `agent`: the run's policy (None: `env=` alone); `opponents`:
+    the arena's opponents for a person's games (a bot kind, or Agents of other runs), `versus`: the other side
+    of head-to-head games. A game is stepped as `table` in the arena when a person sits, with `versus`, or with
+    opponents that are runs; as `env` otherwise."""
+
+    def __init__(
+        self,
+        env: Any,
+        env_params: Any,
+        agent: Agent | None,
+        config: Any,
+        seeds: int = 1,
+        opponents: str | Agent = "greedy",
+        versus: Agent | str | None = None,
+        label: str = "",
+        table_seats: int | None = None,
+    ):
+        if not offers(env, "render_rgb"):
+            raise UsageError(
+                f"{env.name} cannot be drawn (it has no render_rgb): the play page draws the env's picture"
+            )
+        if not controls.knows(env):
+            raise UsageError(f"{env.name} has no play controls: the page plays {', '.join(controls.ENVS)}")
+        self.config, self.agent, self.versus, self.seeds = config, agent, versus, seeds
+        self.label = label or (agent.name if agent else env.name)
+        self.env_name = env.name
+        self.opponent = opponents if isinstance(opponents, str) else None  # a bot kind
+        self.others = () if isinstance(opponents, str) else (opponents,)
+        self.players = (agent, *self.others, *((versus,) if isinstance(versus, Agent) else ()))
+        self.modes = {"env": Mode(self, "env", env, env_params, int(getattr(env, "num_agents", 1)))}
+        if env.name == "arena":
+            from jaxrl.envs.arena import Arena
+
+            seats = table_seats or env.num_snakes  # the run's learners and its game's bots: as many snakes play
+            rules = Arena(size=env.size, num_snakes=seats, num_agents=seats, view=env.view)
+            self.modes["table"] = Mode(self, "table", rules, env_params.replace(num_bots=jnp.int32(0)), seats)
+
+    @property
+    def can_play(self) -> bool:
+        """Whether a person can take a seat: not in head-to-head games between two runs."""
+        return self.versus is None
+
+    def mode_of(self, person: bool) -> Mode:
+        """How a game is stepped: `table` for the arena's person, head-to-head and run opponents, else `env`."""
+        table = "table" in self.modes and (person or self.versus is not None or bool(self.others))
+        return self.modes["table" if table else "env"]
+
+    def owners(self, mode: Mode, game_index: int, person: bool) -> np.ndarray | None:
+        """(seats,) table-mode owner of each seat in game `game_index` (None in env mode)."""
+        if mode.name == "env":
+            return None
+        seats = np.arange(mode.seats)
+        if self.versus is not None:  # the run holds the seats s with (s + g) even, as head-to-head evaluation
+            other = BOTS[self.versus] if isinstance(self.versus, str) else OTHERS + len(self.others)
+            return np.where((seats + game_index) % 2 == 0, POLICY, other).astype(np.int32)
+        rest = OTHERS if self.others else BOTS[self.opponent or "greedy"]
+        lineup = np.full(mode.seats, rest, np.int32)
+        first = 0
+        if person:
+            lineup[0], first = PERSON, 1
+        if self.agent is not None:
+            lineup[first] = POLICY
+        return lineup
+
+    def seat_names(self, mode: Mode, owners: np.ndarray | None, person: bool) -> list[str]:
+        """Who holds each seat, as the page lists them."""
+        run = self.agent.name if self.agent else "random"
+        if owners is None:  # the learners, then the env's own bots (the arena's)
+            bots = int(getattr(mode.env, "num_snakes", mode.seats)) - mode.seats
+            return (["you"] if person else [run]) + [run] * (mode.seats - 1) + ["bot"] * bots
+        named = {PERSON: "you", POLICY: run, GREEDY: "greedy", RANDOM_SAFE: "random_safe"}
+        others = self.players[1:]
+        return [named[int(o)] if int(o) in named else others[int(o) - OTHERS].name for o in owners]
+
+    def new_game(self, seed: int, person: bool, game_index: int = 0) -> Game:
+        """A fresh game on `seed` (`person`: a person takes a seat)."""
+        if person and not self.can_play:
+            raise UsageError("head-to-head games (vs=) are between two runs: no seat is free for a person")
+        return Game(self, int(seed), bool(person), int(game_index))
+
+    def params(self) -> tuple[Any, ...]:
+        return tuple(None if p is None else p.params for p in self.players)
+
+    def initial_carries(self, seats: int) -> tuple[Any, ...]:
+        return tuple(None if p is None else p.initial_carry(seats) for p in self.players)
+
+
+def _eyes(rules: Any, view: int) -> Any:
+    from jaxrl.envs.arena import Arena
+
+    return Arena(size=rules.size, num_snakes=rules.num_snakes, num_agents=rules.num_snakes, view=view)
+
+
+def _views(rules: Any, agent: Agent | None, state: Any) -> jax.Array:
+    """Every seat's view as `agent` sees the table (zeros without one)."""
+    view = agent.view if agent is not None and agent.view else rules.view
+    eyes = rules if view == rules.view else _eyes(rules, view)
+    return eyes.views(state, tuple(range(rules.num_snakes)))
+
+
+class Game:
+    """One page's game: its seed, state, the actions taken, and the frames the page draws."""
+
+    def __init__(self, table: Table, seed: int, person: bool, game_index: int):
+        self.table, self.seed, self.person, self.index = table, seed, person, game_index
+        self.chain = KeyChain(seed, table.seeds)
+        self.mode = table.mode_of(person)
+        self.owners = table.owners(self.mode, game_index, person)
+        self.names = table.seat_names(self.mode, self.owners, person)
+        reset_key, self.key = self.chain.start()
+        self.obs, self.state = self.mode.reset(reset_key)
+        self.carries = table.initial_carries(self.mode.seats)
+        self.t, self.total, self.over = 0, 0.0, False
+        self.returns = np.zeros(self.mode.seats)  # each seat's return (the arena's table: the page shows one)
+        self.actions: list[Any] = []
+        self.last_info: dict[str, Any] = {}
+        self.focus = self._focus()
+        self.numbers, self.value = self._look()
+
+    @property
+    def person_seat(self) -> int:
+        """The person's seat (learner 0, or the table's PERSON seat)."""
+        return 0 if self.owners is None else int(np.flatnonzero(self.owners == PERSON)[0])
+
+    def _focus(self) -> int:
+        """The seat whose policy numbers the page shows: the run's first seat (the person's in Snake)."""
+        if self.owners is None:
+            return 0
+        held = np.flatnonzero(self.owners == POLICY)
+        return int(held[0]) if held.size else 0
+
+    def _look(self) -> tuple[np.ndarray, float]:
+        m = self.mode
+        obs = m.observe(self.state, self.obs)
+        numbers, value = jax.device_get(m.look(self.table.params()[0], self.carries[0], obs, self.focus))
+        return np.asarray(numbers), float(value)
+
+    def step(self, move: str | None) -> None:
+        """One step: the person's `move` (None: straight on / stay) for their seat, the policies for the rest."""
+        if self.over:
+            return
+        t, m = self.table, self.mode
+        person_action = controls.person_action(m.env, self.state, self.person_seat, move) if self.person else 0
+        owners = jnp.asarray(self.owners if self.owners is not None else np.zeros(m.seats, np.int32))
+        out = m.step(
+            self.key,
+            self.state,
+            self.obs,
+            self.carries,
+            jnp.int32(person_action),
+            jnp.bool_(self.person),
+            owners,
+            self.focus,
+            t.params(),
+        )
+        self.key, self.state, self.obs, self.carries, action, reward, done, info, numbers, value = out
+        self.actions.append(np.asarray(action).tolist())
+        self.returns = self.returns + np.asarray(reward, np.float64).reshape(-1)
+        self.total += float(np.sum(np.asarray(reward)))
+        self.last_info = jax.device_get(info)
+        self.numbers, self.value = np.asarray(numbers), float(value)
+        self.t += 1
+        self.over = bool(done)
+
+    def picture(self) -> np.ndarray:
+        """(H, W, 3) uint8: the env's own picture of the state."""
+        return np.asarray(self.mode.render(self.state))
+
+    def status(self) -> dict[str, Any]:
+        """What the page shows beside the board: step, score, return, placement, each seat, the result."""
+        m, info = self.mode, self.last_info
+        out: dict[str, Any] = {"step": self.t, "return": round(self.total, 4), "over": self.over}
+        if m.name == "table":  # one seat's figures: the person's, else the run's
+            seat = self.person_seat if self.person else self.focus
+            out.update(seat=seat, **{"return": round(float(self.returns[seat]), 4)})
+            state = self.state
+            out["score"] = float(np.asarray(state.length)[seat])
+            if "snake_placement" in info:
+                out["placement"] = float(np.asarray(info["snake_placement"])[seat]) or 1.0
+                out["kills"] = float(np.asarray(info["snake_kills"])[seat])
+            out["won"] = bool(np.asarray(info.get("winner", -1)) == seat)
+        else:
+            for name in ("score", "placement", "kills"):
+                if name in info:
+                    out[name] = float(np.asarray(info[name]))
+            if "won" in info:
+                out["won"] = bool(np.asarray(info["won"]))
+        out["seats"] = controls.seats(m.env, self.state, self.names)
+        if self.person:
+            out["you"] = self.person_seat
+        if self.over:
+            out["result"] = controls.result(m.env, info, self.names, self.person_seat if self.person else None)
+        return out
+
+    def readout(self) -> dict[str, Any] | None:
+        """The run's policy at the focus seat: the numbers per action and the value; None without a policy."""
+        t, m = self.table, self.mode
+        if t.agent is None:
+            return None
+        names, numbers = controls.shown_actions(m.env, self.state, m.actions, self.numbers)
+        return {
+            "seat": self.focus,
+            "who": self.names[self.focus] if not (self.person and self.owners is None) else t.agent.name,
+            "kind": t.agent.kind,
+            "names": names,
+            "numbers": [round(float(x), 4) for x in numbers],
+            "best": int(np.argmax(numbers)),
+            "value": round(self.value, 4),
+        }
+
+    def episode(self) -> Episode:
+        """This game as an episode file holds it (replayed by `python -m jaxrl.eval replay=FILE`)."""
+        from jaxrl import envs
+        from jaxrl.config.environment import env_settings
+
+        t, m = self.table, self.mode
+        values, dtypes = plain_params(jax.device_get(m.env_params))
+        table = None
+        settings: dict[str, Any] = {}
+        if m.name == "table":
+            table = {"size": m.env.size, "num_snakes": m.env.num_snakes, "view": m.env.view}
+        else:
+            settings = env_settings(t.config)
+        result: dict[str, Any] = {"return": self.total, "length": self.t}
+        status = self.status()
+        for name in ("score", "won", "placement"):
+            if name in status:
+                result[name] = status[name]
+        return Episode(
+            env=t.env_name,
+            env_version=envs.spec(t.env_name).version,
+            env_settings=settings,
+            env_params=values,
+            env_param_dtypes=dtypes,
+            key=self.chain,
+            actions=self.actions,
+            table=table,
+            seats=self.names,
+            result=result,
+        )

@@ -1,0 +1,1 @@
+"""What a browser shows: the play page (`python -m jaxrl.play`) and the HTML replay's player, as files."""
