@@ -159,7 +159,9 @@ class Session:
             self.running = kind == "resume"
             await self.send({"type": "paused" if not self.running else "resumed"})
         elif kind == "step":
-            self.running = False
+            if self.running:
+                self.running = False
+                await self.send({"type": "paused"})
             await self.advance()
         elif kind == "speed":
             self.fps = float(message["fps"])

@@ -5,7 +5,7 @@ const KEYS = {
   ArrowUp: "up", ArrowRight: "right", ArrowDown: "down", ArrowLeft: "left",
   w: "up", d: "right", s: "down", a: "left",
 };
-const state = { hello: null, frame: null, frames: 0, person: false, running: true, errors: [], saved: null,
+const state = { hello: null, frame: null, frames: 0, moves: [], person: false, running: true, errors: [], saved: null,
   geometry: { ring: 8, scale: 1 } };
 window.jaxrlPlay = state;  // tests read it
 const protocol = location.protocol === "https:" ? "wss:" : "ws:";
@@ -99,7 +99,9 @@ ws.addEventListener("message", (event) => {
     $("seed").value = String(message.seed);
     showButtons();
   } else if (message.type === "frame") {
-    state.frame = message; state.frames += 1; state.person = message.person; state.running = message.running;
+    if (!state.frame || state.frame.game !== message.game) state.moves = [];
+    if (message.last_action !== null) state.moves.push(message.last_action);  // this game's actions, for tests
+    state.frame = message; state.frames += 1; state.person = message.person;  // running: from paused / resumed, which a frame in flight may pass
     draw(message); showStatus(message); showReadout(message); showButtons();
     $("canvas").dataset.step = String(message.status.step);
     $("canvas").dataset.game = String(message.game);
