@@ -210,6 +210,26 @@ class Run:
         result = evaluate(self, episodes=episodes, greedy=greedy, render="gif", fps=fps, out=path, member=member)
         return Path(result["replay"])
 
+    def replay_html(
+        self,
+        path: str | Path | None = None,
+        episodes: int = 100,
+        greedy: bool = True,
+        fps: int = 10,
+        member: int | None = None,
+    ) -> Path:
+        """The HTML replay of the best of `episodes` episodes per seed (default RUN_DIR/replay.html, with replay.gif
+        and replay.json beside it): one self-contained page with play, pause, a scrubber and speed, which a
+        notebook shows with `IPython.display.HTML(path.read_text())`."""
+        from jaxrl.config.environment import make_env
+        from jaxrl.envs.base import offers
+        from jaxrl.run.evaluation import evaluate
+
+        if not offers(make_env(self.config)[0], "render_rgb"):
+            raise ConfigError(f"{self.config.env.name} does not draw itself as a picture; no replay")
+        result = evaluate(self, episodes=episodes, greedy=greedy, render="html", fps=fps, out=path, member=member)
+        return Path(result["replay_html"])
+
     def play_against(self, other: Any, episodes: int = 1000, seed: int = 0, step: int | None = None) -> dict:
         """Head-to-head games in the arena of this run's greedy policy against `other` (a Run, a run directory,
         `PATH@STEP`, or a bot: "greedy" | "random_safe"), seats rotated (`jaxrl.opponents.headtohead`):

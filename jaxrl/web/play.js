@@ -18,7 +18,7 @@ function send(message) { if (ws.readyState === WebSocket.OPEN) ws.send(JSON.stri
 function draw(frame) {
   const canvas = $("canvas"), ctx = canvas.getContext("2d");
   const longest = Math.max(frame.width, frame.height);
-  const scale = Math.max(1, Math.floor(480 / longest)), ring = Math.max(6, scale);
+  const scale = Math.max(1, Math.floor(480 / longest)), ring = Math.max(6, Math.min(scale, 12));
   state.geometry = { ring, scale };
   const width = frame.width * scale + 2 * ring, height = frame.height * scale + 2 * ring;
   if (canvas.width !== width || canvas.height !== height) { canvas.width = width; canvas.height = height; }
