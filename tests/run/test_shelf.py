@@ -15,7 +15,7 @@ from jaxrl.pretrained import main as pretrained_main
 from jaxrl.run import shelf
 from tests.helpers import one_line_error
 
-SHIPPED = {"snake-v1", "arena-selfplay-v1", "grid-v1"}
+SHIPPED = {"snake-v1", "snake-perfect-v1", "arena-selfplay-v1", "grid-v1"}
 FIXTURE = Path(__file__).resolve().parents[1] / "data" / "runs" / "format-3" / "ppo-cartpole"
 # A shelf agent's greedy figures were measured with XLA's optimizations on, on the CPU that trained it; the suite
 # compiles without them, and other CPUs round differently, so one changed action can change an episode.
@@ -49,6 +49,17 @@ def test_the_default_snake_agent_plays_to_its_recorded_score(tmp_path, monkeypat
     got = run.evaluate(episodes=run.figures["episodes"], seed=run.figures["eval_seed"])
     assert abs(got["score"]["mean"] - recorded) <= TOLERANCE * recorded, (got["score"]["mean"], recorded)
     assert (tmp_path / "runs" / "pretrained-snake-v1" / "eval.json").is_file()  # where its outputs go
+
+
+@pytest.mark.slow
+def test_the_perfect_snake_agent_fills_the_board(tmp_path, monkeypatch):
+    # 95 of 100 greedy episodes won where it was measured; 20 episodes with at least 12 wins holds by a wide margin
+    # on a CPU that rounds some near-ties the other way.
+    monkeypatch.chdir(tmp_path)
+    run = jaxrl.pretrained("snake-perfect-v1")
+    assert run.figures["win_rate"] >= 0.9 and run.config.env.size == 10
+    got = run.evaluate(episodes=20, seed=0)
+    assert got["wins"] >= 12 and got["score"]["max"] == 97, (got["wins"], got["score"])
 
 
 def test_eval_of_a_shelf_agent_from_the_command_line(tmp_path, monkeypatch, capsys):
