@@ -162,12 +162,13 @@ def test_eval_keeps_the_previous_eval_json_and_gif_and_says_so(tmp_path, capsys)
     run_dir = tmp_path / "snake"
     assert main(["env=snake", "num_envs=8", "algo.num_steps=16", "total_timesteps=256", f"run_dir={run_dir}"]) == 0
     assert eval_main([f"run_dir={run_dir}", "episodes=2"]) == 0
-    first = {name: (run_dir / name).read_bytes() for name in ("eval.json", "replay.gif")}
+    first = {name: (run_dir / name).read_bytes() for name in ("eval.json", "replay.gif", "replay.json")}
     capsys.readouterr()
     assert eval_main([f"run_dir={run_dir}", "episodes=2", "seed=1"]) == 0
     err = capsys.readouterr().err
     for name, content in first.items():
-        kept = [p for p in run_dir.iterdir() if p.name.startswith(Path(name).stem + ".") and p.name != name]
+        stem, suffix = Path(name).stem, Path(name).suffix
+        kept = [p for p in run_dir.iterdir() if p.name.startswith(stem + ".") and p.suffix == suffix and p.name != name]
         assert len(kept) == 1 and kept[0].read_bytes() == content
         assert f"the previous {name} is kept as {kept[0]}" in err
 
