@@ -201,14 +201,7 @@ class Run:
         member: int | None = None,
     ) -> Path:
         """The GIF of the best of `episodes` episodes per seed (default RUN_DIR/replay.gif)."""
-        from jaxrl.config.environment import make_env
-        from jaxrl.envs.base import offers
-        from jaxrl.run.evaluation import evaluate
-
-        if not offers(make_env(self.config)[0], "render_rgb"):  # before anything is written
-            raise ConfigError(f"{self.config.env.name} does not draw itself as a picture; no replay")
-        result = evaluate(self, episodes=episodes, greedy=greedy, render="gif", fps=fps, out=path, member=member)
-        return Path(result["replay"])
+        return Path(self._draw("gif", path, episodes, greedy, fps, member)["replay"])
 
     def replay_html(
         self,
@@ -221,14 +214,18 @@ class Run:
         """The HTML replay of the best of `episodes` episodes per seed (default RUN_DIR/replay.html, with replay.gif
         and replay.json beside it): one self-contained page with play, pause, a scrubber and speed, which a
         notebook shows with `IPython.display.HTML(path.read_text())`."""
+        return Path(self._draw("html", path, episodes, greedy, fps, member)["replay_html"])
+
+    def _draw(
+        self, render: str, path: str | Path | None, episodes: int, greedy: bool, fps: int, member: int | None
+    ) -> dict:
         from jaxrl.config.environment import make_env
         from jaxrl.envs.base import offers
         from jaxrl.run.evaluation import evaluate
 
-        if not offers(make_env(self.config)[0], "render_rgb"):
+        if not offers(make_env(self.config)[0], "render_rgb"):  # before anything is written
             raise ConfigError(f"{self.config.env.name} does not draw itself as a picture; no replay")
-        result = evaluate(self, episodes=episodes, greedy=greedy, render="html", fps=fps, out=path, member=member)
-        return Path(result["replay_html"])
+        return evaluate(self, episodes=episodes, greedy=greedy, render=render, fps=fps, out=path, member=member)
 
     def play_against(self, other: Any, episodes: int = 1000, seed: int = 0, step: int | None = None) -> dict:
         """Head-to-head games in the arena of this run's greedy policy against `other` (a Run, a run directory,
