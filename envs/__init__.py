@@ -47,7 +47,7 @@ if "gymnax" not in sys.modules:
     _import_gymnax()
 
 from jaxrl.envs.arena import Arena  # after gymnax: the envs import it
-from jaxrl.envs.arena_open import OpenArena
+from jaxrl.envs.arena_open import OpenArena, open_arena
 from jaxrl.envs.grid import GridWorld
 from jaxrl.envs.registry import EnvSettingError, EnvSpec, UnknownEnvError, make, register, registered_names, spec
 from jaxrl.envs.snake import Snake
@@ -55,7 +55,7 @@ from jaxrl.envs.snake import Snake
 register("snake", Snake)
 register("grid", GridWorld)
 register("arena", Arena)
-register("arena_open", OpenArena)
+register("arena_open", open_arena)
 
 
 def to_gymnasium(name: str, render_mode: str | None = None, **settings):

@@ -383,4 +383,32 @@ class OpenArena(Env):
         return out
 
 
-__all__ = ["EnvParams", "EnvState", "OpenArena"]
+__all__ = ["RULES", "EnvParams", "EnvState", "OpenArena", "open_arena"]
+
+
+RULES = ("battlesnake", "pufferlib")
+
+
+def open_arena(
+    width: int = 640,
+    height: int = 360,
+    num_snakes: int = 256,
+    num_food: int = 4096,
+    view: int = 11,
+    rules: str = "battlesnake",
+    max_length: int = 1024,
+):
+    """`env=arena_open`: the open arena under Battlesnake's rules (`OpenArena`) or PufferLib Snake's
+    (`rules=pufferlib`: envs/arena_puffer.py, where `max_length` caps a snake's length as PufferLib's does)."""
+    if rules == "pufferlib":
+        from jaxrl.envs.arena_puffer import PufferArena
+
+        return PufferArena(width, height, num_snakes, num_food, view, max_length)
+    if rules != "battlesnake":
+        raise ValueError(f"arena_open rules must be one of {', '.join(RULES)}, got {rules!r}")
+    if max_length != 1024:
+        raise ValueError(
+            "arena_open max_length is a setting of rules=pufferlib (Battlesnake's snakes grow without a cap),"
+            f" got {max_length!r}"
+        )
+    return OpenArena(width, height, num_snakes, num_food, view)

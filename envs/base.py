@@ -59,6 +59,10 @@ class Env(environment.Environment):
 
     # -- agents -------------------------------------------------------------------------
 
+    observation_codes: int = 0
+    """> 0: each observation byte is one of this many codes, and networks one-hot it in their first layer
+    (`core/networks.py`, `Torso`), so the env and the rollout keep one byte a cell. Default: 0, numbers as they are."""
+
     num_agents: int = 1
     """Agents per world (core/vector.py, run/evaluation.py): with K > 1, actions, rewards and observations gain a
     leading (K,) axis. Default: 1."""
@@ -156,6 +160,7 @@ class Env(environment.Environment):
 # The optional hooks, in the order docs/envs.md lists them.
 HOOKS = (
     "num_agents",
+    "observation_codes",
     "check_params",
     "eval_params",
     "autoreset_state",

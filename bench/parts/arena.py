@@ -16,12 +16,15 @@
   the bots against the env step with given opponents, the opponents' views, their forward pass through
   the pool's segments, and one forward pass shared by all (the floor no per-game choice can beat).
 - PufferLib's configuration: `env=arena_open` (envs/arena_open.py) on PufferLib Snake's default map per
-  env (640x360, 256 snakes, 4096 food, an 11x11 crop: its vision 5), env only against the number of
-  worlds, snake-steps/s in all and per core (in all / the machine's cores).
-- PufferLib's Snake (C, many snakes on one big map) is not measured: it does not install here. pufferlib 3.0.0
-  is an sdist whose build downloads its C dependencies (raylib) from the internet, which fails offline;
-  pufferlib-core 3.0.23, the only wheel, ships no Ocean envs (no Snake) and pins torch 2.9.0. The report
-  quotes PufferLib's published figure, labelled as such.
+  world (640x360, 256 snakes, 4096 food, an 11x11 crop: its vision 5), env only against the number of
+  worlds, under both rule sets (Battlesnake's, and PufferLib's own: `env.rules=pufferlib`,
+  envs/arena_puffer.py), beside PufferLib's own C Snake measured in the same run: its `snake.h` and
+  timing harness from `shared/peers/pufferlib_snake/` (found beside the checkout, or at
+  $JAXRL_PUFFERLIB_SNAKE), built with `cc -O3 -march=native` and run as one process per core at once
+  (the whole machine, as jaxrl's one process on every core). Without the source it says so and goes on.
+  The harnesses match: random actions from a cache of 1024 steps, every observation read.
+- PPO on the open arena at PufferLib's defaults, both rule sets: training snake-steps/s beside env only,
+  and per core beside PufferLib's published training figure (theirs, labelled as such).
 
 On its own: python -m bench.parts.arena [--quick]
 """
@@ -43,35 +46,45 @@ import numpy as np
 from jaxrl import envs
 from jaxrl.bench import RESULTS, machine
 from jaxrl.bench.common import Context, best_times, compile_timed, fmt_rate, fmt_ratio, log_axes, save_figure
-from jaxrl.bench.parts.env import actions_and_keys, consume, gymnax_env
+from jaxrl.bench.parts.env import consume, gymnax_env
 
 NAME = "arena"
 TITLE = "Arena: snake-steps/s beside Snake alone, bots against bots, PPO"
-PUFFERLIB_PUBLISHED = "over 10M env steps/s per CPU core (PufferLib's own figure for its C Snake; not measured here)"
+PUFFERLIB_PUBLISHED = "over 10M env steps/s per CPU core (PufferLib's own figure for its C Snake, on its machine)"
+PUFFERLIB_TRAINING = 235.7e3  # PufferLib's published Snake training steps/s: an M4 Mac mini, 10 cores (PR #318)
+PUFFERLIB_TRAINING_CORES = 10
 PUFFERLIB_MISSING = (
-    "PufferLib's Snake does not install here (pufferlib 3.0.0 builds from source and downloads raylib; "
-    "pufferlib-core has no Snake)"
+    "PufferLib source not found (shared/peers/pufferlib_snake/ beside the checkout, or $JAXRL_PUFFERLIB_SNAKE)"
 )
+RULES = ("battlesnake", "pufferlib")
 KINDS = ("greedy", "random_safe")
+
+
+ACTION_CACHE = 1024  # steps of random actions drawn before the timed loop (as PufferLib's harness caches them)
 
 
 def world_run(name: str, n: int, steps: int, **settings: Any):
     """`steps` vector steps of `n` games of env `name` (arena or arena_open) with random actions for its
-    learners (every snake of the open arena), observations consumed."""
+    learners (every snake of the open arena), observations consumed. The actions come from a cache of
+    `ACTION_CACHE` steps drawn before the loop, as PufferLib's harness does, so that drawing them is not timed
+    as the env's work."""
     env, params = envs.make(name, **settings)
     agents = env.num_agents
 
     def run(key):
         _obs, state = jax.vmap(env.reset, in_axes=(0, None))(jax.random.split(key, n), params)
+        cache = jax.random.randint(jax.random.fold_in(key, 1), (ACTION_CACHE, n, agents), 0, env.num_actions)
+        cache = cache if agents > 1 else cache[..., 0]
 
-        def body(carry, key):
+        def body(carry, t):
             state, acc = carry
-            actions, keys = actions_and_keys(key, n * agents, 3)
-            actions = actions.reshape(n, agents) if agents > 1 else actions
-            obs, state, reward, _, _, _ = jax.vmap(env.step, in_axes=(0, 0, 0, None))(keys[:n], state, actions, params)
+            keys = jax.random.split(jax.random.fold_in(key, t), n)
+            obs, state, reward, _, _, _ = jax.vmap(env.step, in_axes=(0, 0, 0, None))(
+                keys, state, cache[t % ACTION_CACHE], params
+            )
             return (state, acc + consume(obs) + reward.sum()), None
 
-        (_, acc), _ = jax.lax.scan(body, (state, jnp.float32(0)), jax.random.split(key, steps))
+        (_, acc), _ = jax.lax.scan(body, (state, jnp.float32(0)), jnp.arange(steps))
         return acc
 
     return jax.jit(run)
@@ -85,32 +98,125 @@ PUFFERLIB_MAP = {"width": 640, "height": 360, "num_snakes": 256, "num_food": 409
 
 
 def open_speed(ctx: Context) -> list[dict[str, Any]]:
-    """The open arena on PufferLib's map (a small map in smoke runs) against the number of worlds."""
+    """The open arena on PufferLib's map (a small map in smoke runs) against the number of worlds, both rule sets."""
     settings = ctx.pick(
         {"width": 32, "height": 24, "num_snakes": 16, "num_food": 32, "view": 11}, PUFFERLIB_MAP, PUFFERLIB_MAP
     )
-    worlds = ctx.pick([1], [4], [1, 2, 4, 16])
+    worlds = ctx.pick([1], [2, 4], [1, 2, 4, 8, 16])
     steps = ctx.pick(20, 200, 500)
     cores = max(1, int(ctx.machine.get("cores") or 1))
     rows = []
-    for n in worlds:
-        fn, compile_s = compile_timed(world_run("arena_open", n, steps, **settings), jax.random.key(0))
-        seconds = best_times({"open": lambda i, fn=fn: fn(jax.random.key(i))}, ctx.pick(1, 2, 3))["open"]
-        rate = n * steps * settings["num_snakes"] / seconds
+    for rules in RULES:
+        for n in worlds:
+            fn, compile_s = compile_timed(world_run("arena_open", n, steps, rules=rules, **settings), jax.random.key(0))
+            seconds = best_times({"open": lambda i, fn=fn: fn(jax.random.key(i))}, ctx.pick(1, 2, 3))["open"]
+            rate = n * steps * settings["num_snakes"] / seconds
+            rows.append(
+                {
+                    "rules": rules,
+                    "worlds": n,
+                    "steps_per_call": steps,
+                    "snake_sps": rate,
+                    "per_core": rate / cores,
+                    "compile_s": compile_s,
+                    "settings": settings,
+                    "cores": cores,
+                }
+            )
+            ctx.say(
+                f"open arena ({rules}) {settings['width']}x{settings['height']}, {settings['num_snakes']} snakes,"
+                f" {n} worlds: {fmt_rate(rate)} snake-steps/s ({fmt_rate(rate / cores)} per core)"
+            )
+    return rows
+
+
+def pufferlib_source() -> Path | None:
+    """The folder of PufferLib's snake.h and its timing harness (bench.c): $JAXRL_PUFFERLIB_SNAKE, else
+    shared/peers/pufferlib_snake beside the working folder or any folder above it."""
+    import os
+
+    given = os.environ.get("JAXRL_PUFFERLIB_SNAKE")
+    places = [Path(given)] if given else []
+    for folder in [Path.cwd(), *Path.cwd().parents]:
+        places += [folder / "shared" / "peers" / "pufferlib_snake", folder / "peers" / "pufferlib_snake"]
+    return next((p for p in places if (p / "bench.c").is_file() and (p / "snake.h").is_file()), None)
+
+
+def pufferlib_speed(ctx: Context) -> dict[str, Any] | None:
+    """PufferLib's C Snake at its defaults (16 worlds of its map per process), one process per core at once:
+    snake-steps/s in all (the sum) and per process, best of a few rounds. None without the source or a C compiler."""
+    import shutil
+    import subprocess
+    import tempfile
+
+    source = pufferlib_source()
+    compiler = shutil.which("cc") or shutil.which("gcc") or shutil.which("clang")
+    if source is None or compiler is None:
+        ctx.skip(PUFFERLIB_MISSING if source is None else "no C compiler (cc) for PufferLib's C Snake")
+        return None
+    cores = max(1, int(ctx.machine.get("cores") or 1))
+    seconds, rounds = ctx.pick(1.0, 4.0, 8.0), ctx.pick(1, 2, 3)
+    with tempfile.TemporaryDirectory() as tmp:
+        binary = Path(tmp) / "snake_bench"
+        build = [compiler, "-O3", "-march=native", "-o", str(binary), str(source / "bench.c"), "-lm"]
+        made = subprocess.run(build, capture_output=True, text=True)
+        if made.returncode != 0:
+            ctx.skip(f"PufferLib's C Snake did not build: {(made.stderr.strip().splitlines() or ['?'])[-1][:160]}")
+            return None
+        totals, singles = [], []
+        for _ in range(rounds):
+            procs = [
+                subprocess.Popen([str(binary), str(seconds)], stdout=subprocess.PIPE, text=True) for _ in range(cores)
+            ]
+            rates = [float(p.communicate()[0].split("snake-steps/s")[0].split(":")[-1]) for p in procs]
+            totals.append(sum(rates))
+            singles.append(rates)
+    out = {
+        "source": str(source),
+        "build": "cc -O3 -march=native bench.c -lm",
+        "processes": cores,
+        "snake_sps": max(totals),
+        "rounds": totals,
+        "per_process": singles[int(np.argmax(totals))],
+    }
+    ctx.say(
+        f"PufferLib C Snake, {cores} processes at once (16 worlds each): {fmt_rate(out['snake_sps'])} snake-steps/s"
+        f" in all (rounds: {', '.join(fmt_rate(t) for t in totals)})"
+    )
+    return out
+
+
+def open_training(ctx: Context, env_rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """PPO on the open arena (configs/tuned/ppo_arena_open.yaml, PufferLib's map) under each rule set:
+    training snake-steps/s beside the env alone at the same number of worlds."""
+    from jaxrl.bench.parts.train import program_sps
+
+    small = ctx.pick(
+        ["env.width=32", "env.height=24", "env.num_snakes=16", "env.num_food=32", "algo.num_steps=8"], [], []
+    )
+    cores = max(1, int(ctx.machine.get("cores") or 1))
+    rows = []
+    for rules in RULES:
+        sps = program_sps(["env=arena_open", f"env.rules={rules}", *small], ctx.pick(64, 6_000, 30_000))
+        snakes = env_rows[0]["settings"]["num_snakes"] if env_rows else PUFFERLIB_MAP["num_snakes"]
+        train = sps["sps"] * snakes
+        same = [r for r in env_rows if r["rules"] == rules]  # env only at the config's 2 worlds, or the nearest
+        alone = min(same, key=lambda r: abs(r["worlds"] - 2))["snake_sps"] if same else math.nan
         rows.append(
             {
-                "worlds": n,
-                "steps_per_call": steps,
-                "snake_sps": rate,
-                "per_core": rate / cores,
-                "compile_s": compile_s,
-                "settings": settings,
-                "cores": cores,
+                "rules": rules,
+                "snake_sps": train,
+                "per_core": train / cores,
+                "env_only_2_worlds": alone,
+                "share_of_env_only": train / alone,
+                "compile_s": sps.get("compile_s", math.nan),
             }
         )
         ctx.say(
-            f"open arena {settings['width']}x{settings['height']}, {settings['num_snakes']} snakes, {n} worlds:"
-            f" {fmt_rate(rate)} snake-steps/s ({fmt_rate(rate / cores)} per core)"
+            f"PPO on the open arena ({rules}): {fmt_rate(train)} snake-steps/s ({fmt_rate(train / cores)} per core),"
+            f" {fmt_ratio(train / alone)} of env only at 2 worlds; PufferLib's published training figure"
+            f" {fmt_rate(PUFFERLIB_TRAINING)} on 10 cores"
+            f" ({fmt_rate(PUFFERLIB_TRAINING / PUFFERLIB_TRAINING_CORES)} per core)"
         )
     return rows
 
@@ -299,6 +405,7 @@ def selfplay_split(small: list[str]) -> dict[str, float]:
 def run(ctx: Context) -> dict[str, Any]:
     out: dict[str, Any] = {
         "env": env_speed(ctx),
+        "pufferlib_c": pufferlib_speed(ctx),
         "open": open_speed(ctx),
         "bots": bot_table(ctx),
         "ppo": ppo_speed(ctx),
@@ -306,8 +413,15 @@ def run(ctx: Context) -> dict[str, Any]:
     }
     out["ppo"]["config"] = "env=arena (configs/tuned/ppo_arena.yaml)"
     ctx.say(f"PPO on the arena: {fmt_rate(out['ppo']['sps'])} steps/s (compile {out['ppo']['compile_s']:.1f} s)")
+    out["open_training"] = open_training(ctx, out["open"])
     out["pufferlib"] = PUFFERLIB_PUBLISHED
-    ctx.skip(f"{PUFFERLIB_MISSING}; quoting {PUFFERLIB_PUBLISHED}")
+    c = out["pufferlib_c"]
+    for rules in RULES:
+        top = max((r for r in out["open"] if r["rules"] == rules), key=lambda r: r["snake_sps"])
+        if c:
+            ctx.say(
+                f"open arena ({rules}) / PufferLib's C, whole machine: {fmt_ratio(top['snake_sps'] / c['snake_sps'])}"
+            )
     out["headlines"] = headlines(out)
     return out
 
@@ -322,8 +436,7 @@ def headlines(out: dict[str, Any]) -> list[dict[str, str]]:
     arena, n_arena = best(out["env"], labels[1])
     default, n_default = best(out["env"], labels[4])
     greedy = next(r for r in out["bots"] if r["seat"] == "greedy" and r["against"] == "3 greedy")
-    top = max(out["open"], key=lambda r: r["snake_sps"])
-    return [
+    lines = [
         {
             "what": "Arena 11x11, 4 snakes (3 greedy bots), env only, best num_envs",
             "figure": f"{fmt_rate(arena)} snake-steps/s at {n_arena:,} games; Snake alone 11x11 with the turned view"
@@ -341,12 +454,34 @@ def headlines(out: dict[str, Any]) -> list[dict[str, str]]:
             "figure": f"{fmt_rate(out['selfplay']['selfplay_sps'])} vs {fmt_rate(out['selfplay']['bots_sps'])} steps/s"
             f" ({fmt_ratio(out['selfplay']['ratio'])})",
         },
-        {
-            "what": "Open arena on PufferLib Snake's map (640x360, 256 snakes, 11x11 crop), env only",
-            "figure": f"{fmt_rate(top['snake_sps'])} snake-steps/s at {top['worlds']} worlds"
-            f" ({fmt_rate(top['per_core'])} per core); PufferLib: {PUFFERLIB_PUBLISHED}",
-        },
     ]
+    c = out.get("pufferlib_c")
+    for rules in RULES:
+        top = max((r for r in out["open"] if r.get("rules", "battlesnake") == rules), key=lambda r: r["snake_sps"])
+        against = (
+            f"; PufferLib's C Snake measured beside it, one process per core: {fmt_rate(c['snake_sps'])}"
+            f" ({fmt_ratio(top['snake_sps'] / c['snake_sps'])})"
+            if c
+            else f"; {PUFFERLIB_MISSING}"
+        )
+        lines.append(
+            {
+                "what": f"Open arena, {rules} rules, on PufferLib Snake's map (640x360, 256 snakes, 11x11), env only",
+                "figure": f"{fmt_rate(top['snake_sps'])} snake-steps/s at {top['worlds']} worlds"
+                f" ({fmt_rate(top['per_core'])} per core){against}",
+            }
+        )
+    for r in out.get("open_training", []):
+        lines.append(
+            {
+                "what": f"PPO on the open arena, {r['rules']} rules (configs/tuned/ppo_arena_open.yaml)",
+                "figure": f"{fmt_rate(r['snake_sps'])} snake-steps/s ({fmt_rate(r['per_core'])} per core),"
+                f" {fmt_ratio(r['share_of_env_only'])} of env only; PufferLib's published training figure:"
+                f" {fmt_rate(PUFFERLIB_TRAINING)} on an M4 Mac mini's 10 cores"
+                f" ({fmt_rate(PUFFERLIB_TRAINING / PUFFERLIB_TRAINING_CORES)} per core; theirs, not measured here)",
+            }
+        )
+    return lines
 
 
 def report(result: dict[str, Any]) -> str:
@@ -382,14 +517,38 @@ def report(result: dict[str, Any]) -> str:
         "",
     ]
     md += ["**Open arena** (`env=arena_open`, every snake a learner, env only)\n"]
-    md += ["| map | snakes | worlds | snake-steps/s | per core | compile |", "|---|---|---|---|---|---|"]
+    md += ["| rules | map | snakes | worlds | snake-steps/s | per core | compile |", "|---|---|---|---|---|---|---|"]
     for r in result["open"]:
         m = r["settings"]
         md.append(
-            f"| {m['width']}x{m['height']}, {m['num_food']} food, view {m['view']} | {m['num_snakes']} | {r['worlds']}"
-            f" | {fmt_rate(r['snake_sps'])} | {fmt_rate(r['per_core'])} | {r['compile_s']:.1f} s |"
+            f"| {r.get('rules', 'battlesnake')} | {m['width']}x{m['height']}, {m['num_food']} food, view {m['view']}"
+            f" | {m['num_snakes']} | {r['worlds']} | {fmt_rate(r['snake_sps'])} | {fmt_rate(r['per_core'])}"
+            f" | {r['compile_s']:.1f} s |"
         )
-    md += ["", f"**PufferLib's Snake**: {PUFFERLIB_MISSING}; {result['pufferlib']}.", ""]
+    c = result.get("pufferlib_c")
+    if c:
+        md += [
+            "",
+            f"**PufferLib's C Snake** (its snake.h and harness, `{c['build']}`, {c['processes']} processes at once,"
+            f" 16 worlds each): {fmt_rate(c['snake_sps'])} snake-steps/s in all; per process"
+            f" {', '.join(fmt_rate(x) for x in c['per_process'])}. PufferLib's own claim: {result['pufferlib']}.",
+        ]
+    else:
+        md += ["", f"**PufferLib's C Snake**: {PUFFERLIB_MISSING}; PufferLib's own claim: {result['pufferlib']}."]
+    if result.get("open_training"):
+        md += ["", "**PPO on the open arena** (configs/tuned/ppo_arena_open.yaml)\n"]
+        md += ["| rules | snake-steps/s | per core | env only, 2 worlds | share |", "|---|---|---|---|---|"]
+        for r in result["open_training"]:
+            md.append(
+                f"| {r['rules']} | {fmt_rate(r['snake_sps'])} | {fmt_rate(r['per_core'])}"
+                f" | {fmt_rate(r['env_only_2_worlds'])} | {fmt_ratio(r['share_of_env_only'])} |"
+            )
+        md.append(
+            f"\nPufferLib's published training figure: {fmt_rate(PUFFERLIB_TRAINING)} steps/s on an M4 Mac mini"
+            f" (10 cores, PufferLib PR #318),"
+            f" {fmt_rate(PUFFERLIB_TRAINING / PUFFERLIB_TRAINING_CORES)} per core: theirs."
+        )
+    md.append("")
     return "\n".join(md)
 
 

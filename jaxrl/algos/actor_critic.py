@@ -16,7 +16,7 @@ import optax
 from flax import struct
 from gymnax.environments import spaces
 
-from jaxrl.algos.common import truncated_values
+from jaxrl.algos.common import observation_codes, truncated_values
 from jaxrl.algos.onpolicy import OnPolicy, OnPolicyConfig, bootstrap_next
 from jaxrl.config.schema import ConfigError, TrainConfig
 from jaxrl.config.validate import in_range, non_negative
@@ -115,6 +115,7 @@ class ActorCritic(OnPolicy):
             "obs_ndim": len(self.obs_shape),
             "layer_norm": a.layer_norm,
             "dtype": compute_dtype(self.cfg.precision),  # parameters stay float32
+            "codes": observation_codes(self.vec.env),
         }
 
     def make_network(self, settings: dict[str, Any]) -> nn.Module:

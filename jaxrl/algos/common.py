@@ -89,8 +89,21 @@ def q_network(cfg: TrainConfig, vec: VectorEnv, env_params: Any) -> tuple[Any, n
         obs_ndim=len(obs_shape),
         dtype=compute_dtype(cfg.precision),  # parameters stay float32
         layer_norm=algo.layer_norm,
+        codes=observation_codes(env),
     )
     return obs_space, network
+
+
+def observation_codes(env: Any) -> int:
+    """How many codes an observation byte of `env` takes when its network one-hots it (its
+    `observation_codes`, through any wrappers), or 0 for observations used as numbers."""
+    for _ in range(8):  # wrappers hold the env they wrap as `env` or `_env`
+        if env is None:
+            break
+        if getattr(env, "observation_codes", 0):
+            return int(env.observation_codes)
+        env = getattr(env, "env", None) or getattr(env, "_env", None)
+    return 0
 
 
 def linear_epsilon(algo: Any, total_timesteps: float, env_steps: jax.Array) -> jax.Array:

@@ -102,11 +102,15 @@ class Torso(nn.Module):
     activation: str
     dtype: Any = jnp.float32  # compute dtype of every layer (parameters are float32)
     layer_norm: bool = False  # LayerNorm between each dense layer and its activation
+    codes: int = 0  # > 0: each observation byte is one of this many codes, one-hot here (a trailing axis)
 
     @nn.compact
     def __call__(self, obs: jax.Array) -> jax.Array:
         act = ACTIVATIONS[self.activation]
-        x = obs.astype(self.dtype)  # compact (uint8/bool) observations become floats only here
+        if self.codes:  # one byte a cell in the env and in the rollout; the one-hot exists only here
+            x = jax.nn.one_hot(obs, self.codes, dtype=self.dtype)
+        else:
+            x = obs.astype(self.dtype)  # compact (uint8/bool) observations become floats only here
         if self.network == "cnn":
             for c in self.channels:  # kernels float32 (flax's default param_dtype)
                 x = act(nn.Conv(c, (3, 3), padding="SAME", kernel_init=orthogonal(np.sqrt(2)), dtype=self.dtype)(x))
@@ -134,10 +138,11 @@ class ActorCritic(nn.Module):
     shared: bool = False
     dtype: Any = jnp.float32  # compute dtype of the layers; outputs and log_std are float32 whatever it is
     layer_norm: bool = False  # LayerNorm in the torsos' dense layers
+    codes: int = 0  # observation codes one-hot in the torso (see Torso)
 
     def setup(self) -> None:
         kw = {"network": self.network, "hidden": self.hidden, "channels": self.channels, "activation": self.activation}
-        kw["layer_norm"] = self.layer_norm
+        kw["layer_norm"], kw["codes"] = self.layer_norm, self.codes
         self.actor_torso = Torso(**kw, dtype=self.dtype)
         self.critic_torso = self.actor_torso if self.shared else Torso(**kw, dtype=self.dtype)
         self.policy_head = _dense(self.num_actions, 0.01, self.dtype)
@@ -261,6 +266,7 @@ class RecurrentActorCritic(nn.Module):
     obs_ndim: int = 1
     dtype: Any = jnp.float32
     layer_norm: bool = False
+    codes: int = 0  # observation codes one-hot in the torso (see Torso)
 
     def setup(self) -> None:
         none = self.torso == "none"
@@ -271,6 +277,7 @@ class RecurrentActorCritic(nn.Module):
             self.activation,
             dtype=self.dtype,
             layer_norm=self.layer_norm,
+            codes=self.codes,
         )
         self.core = RecurrentCore(self.cell, self.rnn_hidden, self.dtype)
         self.policy_head = _dense(self.num_actions, 0.01, self.dtype)
@@ -308,12 +315,15 @@ class QNetwork(nn.Module):
     obs_ndim: int = 1
     dtype: Any = jnp.float32  # compute dtype of the layers; Q-values are float32 whatever it is
     layer_norm: bool = False  # LayerNorm in the torso's dense layers
+    codes: int = 0  # observation codes one-hot in the torso (see Torso)
 
     @nn.compact
     def __call__(self, obs: jax.Array) -> jax.Array:
         batch = obs.shape[: obs.ndim - self.obs_ndim]
         flat = obs.reshape((-1,) + obs.shape[obs.ndim - self.obs_ndim :])
-        x = Torso(self.network, self.hidden, self.channels, self.activation, self.dtype, self.layer_norm)(flat)
+        x = Torso(self.network, self.hidden, self.channels, self.activation, self.dtype, self.layer_norm, self.codes)(
+            flat
+        )
         q = _dense(self.num_actions, 1.0, self.dtype)(x)
         return q.reshape(batch + (self.num_actions,)).astype(jnp.float32)
 

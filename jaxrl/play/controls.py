@@ -13,6 +13,11 @@ TURNS = {"turn_left": -1, "straight": 0, "turn_right": 1}
 MOVES = (*DIRECTIONS, *TURNS, "collect", "stay")  # what the page may send
 RELATIVE = ("turn left", "straight on", "turn right")
 GRID = ("stay", "up", "right", "down", "left", "collect")
+PUFFERLIB = ("up", "down", "left", "right")  # env.rules=pufferlib: PufferLib's four moves, in its order
+
+
+def _pufferlib(env: Any) -> bool:
+    return getattr(env, "rules", None) == "pufferlib"
 
 
 def knows(env: Any) -> bool:
@@ -25,6 +30,8 @@ def action_names(env: Any) -> tuple[str, ...]:
         return GRID
     if env.name == "snake" and env.actions == "absolute":
         return DIRECTIONS
+    if _pufferlib(env):
+        return PUFFERLIB
     return RELATIVE
 
 
@@ -52,6 +59,11 @@ def person_action(env: Any, state: Any, seat: int, move: str | None) -> int:
             return 1 + DIRECTIONS.index(move)
         return 5 if move == "collect" else 0
     heading = _heading(env, state, seat)
+    if _pufferlib(env):  # absolute moves; a turn, or nothing, is taken from the last move
+        compass = DIRECTIONS.index(PUFFERLIB[heading])
+        if move in DIRECTIONS:
+            return PUFFERLIB.index(move)
+        return PUFFERLIB.index(DIRECTIONS[(compass + _turn(compass, move)) % 4])
     turn = _turn(heading, move)
     mirrored = env.name == "snake" and bool(np.asarray(state.mirrored))
     if env.name == "snake" and env.actions == "absolute":
@@ -75,7 +87,8 @@ def seats(env: Any, state: Any, names: list[str]) -> list[dict[str, Any]]:
         return [{"name": n} for n in names]
     from jaxrl.envs.arena import SNAKE_COLOURS
 
-    alive, length = np.asarray(state.alive), np.asarray(state.length)
+    length = np.asarray(state.length)
+    alive = np.asarray(state.alive) if hasattr(state, "alive") else length > 0
     placement = np.asarray(getattr(state, "placement", np.zeros_like(length)))
     shown = min(len(names), 8 if env.name == "arena_open" else len(names))  # 256 snakes: the first few
     return [

@@ -30,6 +30,8 @@ CASES = [
     ("arena", {"size": 9, "num_snakes": 6, "num_agents": 2, "view": 5}),
     ("arena_open", {"width": 24, "height": 16, "num_snakes": 12, "num_food": 16, "view": 7}),
     ("arena_open", {"width": 8, "height": 8, "num_snakes": 1, "num_food": 2, "view": 3}),
+    ("arena_open", {"rules": "pufferlib", "width": 24, "height": 16, "num_snakes": 12, "num_food": 16, "view": 5}),
+    ("arena_open", {"rules": "pufferlib", "width": 11, "height": 11, "num_snakes": 1, "num_food": 2, "view": 3}),
 ]
 assert {name for name, _ in CASES} == set(OUR_ENVS), "every env of ours needs a contract case"
 
@@ -102,11 +104,12 @@ HOOK_CASES = [  # small settings, every hook an env of ours offers exercised at 
     ("grid", {"size": 5, "num_agents": 2, "num_bots": 1, "view": 3}),
     ("arena", {"size": 7, "num_snakes": 3, "num_agents": 2, "view": 5}),
     ("arena_open", {"width": 8, "height": 8, "num_snakes": 2, "num_food": 2, "view": 3}),
+    ("arena_open", {"rules": "pufferlib", "width": 12, "height": 12, "num_snakes": 2, "num_food": 2, "view": 3}),
     ("CartPole-v1", {}),  # a plain gymnax env: every hook is Env's default
 ]
 assert set(OUR_ENVS) < {name for name, _ in HOOK_CASES}, "every env of ours needs a hook case"
 GYMNAX_METHODS = ("step_env", "reset_env", "get_obs", "is_truncated", "action_space", "observation_space")
-VALUE_HOOKS = {"num_agents": int, "bot_policy": str, "opponent_slots": (int, type(None))}
+VALUE_HOOKS = {"num_agents": int, "observation_codes": int, "bot_policy": str, "opponent_slots": (int, type(None))}
 
 
 def parameter_names(fn) -> list[str]:
