@@ -4,7 +4,7 @@ The board is PufferLib's: one byte per cell holding what its observation shows (
 2 corpse, 3 wall, 4-9 a snake's colour), walls `view // 2` cells wide inside `width x height`, and
 each snake a ring buffer of its cells, head last. A step is per snake, never per cell: gathers
 at the 256 targets, scatters of heads and tails, and a dead body written back cell by cell
-(corpses on every second one) in blocks of `BLOCK` cells for at most `CHUNK` dying snakes at a time.
+(corpses on every second one), `BLOCK` cells of one dying snake at a time.
 The observation is a crop of that board, as it lies (the moves are absolute): one byte a cell.
 """
 
@@ -29,8 +29,7 @@ CODES = 10  # distinct cell codes (the network one-hots them)
 DROW = (-1, 1, 0, 0)  # PufferLib's actions: 0 up, 1 down, 2 left, 3 right
 DCOL = (0, 0, -1, 1)
 OPPOSITE = (1, 0, 3, 2)
-CHUNK = 16  # dying snakes whose bodies are written back per pass
-BLOCK = 64  # body cells per snake per pass
+BLOCK = 64  # body cells of a dying snake written back per pass
 SPAWN_ROUNDS = 32  # draws per step for a snake or food still without a cell; then it waits a step
 
 
@@ -301,36 +300,24 @@ class PufferArena(Env):
         return obs, new_state, reward, jnp.zeros(worlds, bool), info
 
     def _write_back_bodies(self, grid, ring, row, base, ptr, length, dies, nowhere):
-        """The bodies of the dying as corpse (every second cell from the tail's) or empty, CHUNK snakes and
-        BLOCK cells per pass, over only as many passes as the dying and their lengths need."""
+        """The bodies of the dying as corpse (every second cell from the tail's) or empty: one dying snake and
+        BLOCK of its cells per pass, the lowest-numbered first (bodies are disjoint, so order is free). A few
+        die per step: a sort to batch them cost more than the passes."""
         m = self.max_length
-        order = jnp.argsort(~dies, stable=True).astype(jnp.int32)  # the dying first
-        count = jnp.sum(dies)
         span = jnp.where(dies, length, 0)
         steps = jnp.arange(BLOCK, dtype=jnp.int32)
 
-        def chunk(carry):
-            c, grid = carry
-            padded = jnp.concatenate([order, jnp.zeros(CHUNK, jnp.int32)])
-            rows = jax.lax.dynamic_slice(padded, (c * CHUNK,), (CHUNK,))
-            valid = (c * CHUNK + jnp.arange(CHUNK)) < count
-            lens = jnp.where(valid, span[rows], 0)
-            first = ptr[rows] - lens + 1  # ring slot of each tail
+        def block(carry):
+            grid, left, offset = carry
+            k = jnp.argmax(left)  # the lowest-numbered snake still to write
+            p = offset + steps  # 0-based position from the tail
+            cells = ring[row[k] + (ptr[k] - span[k] + 1 + p) % m] + base[k]
+            code = jnp.where(p % 2 == 1, CORPSE, EMPTY).astype(jnp.uint8)
+            grid = grid.at[jnp.where(p < span[k], cells, nowhere)].set(code, mode="drop")
+            done = offset + BLOCK >= span[k]
+            return grid, left.at[k].set(left[k] & ~done), jnp.where(done, 0, offset + BLOCK)
 
-            def block(carry):
-                b, grid = carry
-                p = b * BLOCK + steps  # 0-based position from the tail
-                inside = p[None, :] < lens[:, None]
-                cells = ring[row[rows][:, None] + (first[:, None] + p[None, :]) % m] + base[rows][:, None]
-                code = jnp.where(p % 2 == 1, CORPSE, EMPTY).astype(jnp.uint8)
-                grid = grid.at[jnp.where(inside, cells, nowhere)].set(jnp.broadcast_to(code, inside.shape), mode="drop")
-                return b + 1, grid
-
-            most = jnp.max(lens)
-            _, grid = jax.lax.while_loop(lambda bc: bc[0] * BLOCK < most, block, (jnp.int32(0), grid))
-            return c + 1, grid
-
-        _, grid = jax.lax.while_loop(lambda cc: cc[0] * CHUNK < count, chunk, (jnp.int32(0), grid))
+        grid, _, _ = jax.lax.while_loop(lambda c: jnp.any(c[1]), block, (grid, dies, jnp.int32(0)))
         return grid
 
     def _spawn(self, keys, grid, claim, want_snake, want_food, nowhere):

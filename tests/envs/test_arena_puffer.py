@@ -153,6 +153,50 @@ def test_the_neck_rule_a_fight_goes_to_the_lowest_number_and_corpses_on_every_se
     assert [int(g[c]) for c in body] == [EMPTY, CORPSE, EMPTY, CORPSE]
 
 
+def test_long_bodies_that_wrap_their_ring_die_into_corpses_on_every_second_cell():
+    """Two snakes die on one step, each longer than a pass of the write-back (`BLOCK` cells) and lying across
+    the end of its ring: every cell of both bodies is written back, corpses on the odd ones from the tail."""
+    env, params = make(width=48, height=40, num_snakes=2, num_food=0, view=3, max_length=200)
+    _, state = env.reset(jax.random.key(0), params)
+    w, m = env.width, env.max_length
+    # Snake k winds over three rows (1-3 or 20-22) from the left end of the first, head last at the right end of the third.
+    bodies = []
+    for k, rows in enumerate((range(1, 4), range(20, 23))):
+        body = []
+        for i, r in enumerate(rows):
+            cols = range(1, w - 1) if i % 2 == 0 else range(w - 2, 0, -1)
+            body += [r * w + c for c in cols]
+        bodies.append(body)  # 3 rows of 46: 138 cells, over two passes and a part
+    grid = np.asarray(env._walls).copy()
+    ring, ptr = np.zeros(2 * m, np.int32), []
+    for k, body in enumerate(bodies):
+        start = m - 60  # the tail 60 slots before the ring's end: the body wraps round it
+        for i, cell in enumerate(body):
+            ring[k * m + (start + i) % m] = cell
+            grid[cell] = colour(k)
+        ptr.append((start + len(body) - 1) % m)
+    state = state.replace(
+        grid=jnp.asarray(grid),
+        ring=jnp.asarray(ring),
+        ptr=jnp.asarray(ptr, jnp.int32),
+        head=jnp.asarray([b[-1] for b in bodies], jnp.int32),
+        length=jnp.asarray([len(b) for b in bodies], jnp.int32),
+        heading=jnp.asarray([3, 3], jnp.int32),
+    )
+    assert [[r * w + c for r, c in b] for b in env.bodies(state)] == bodies
+    # Both heads are at the right end of their third row, heading right: one more step right is the wall.
+    _, dead, reward, *_ = env.step(jax.random.key(1), state, jnp.asarray([3, 3], jnp.int32), params)
+    assert list(np.asarray(reward)) == [params.reward_death] * 2
+    g = np.asarray(dead.grid)
+    born = set(np.asarray(dead.head).tolist())
+    for body in bodies:
+        want = [CORPSE if i % 2 == 1 else EMPTY for i in range(len(body))]
+        got = [int(g[c]) for c in body]
+        assert [x for x, c in zip(got, body, strict=True) if c not in born] == [
+            x for x, c in zip(want, body, strict=True) if c not in born
+        ]
+
+
 def test_many_worlds_at_once_step_as_each_world_alone():
     env, params = make(width=24, height=18, num_snakes=12, num_food=20, view=5)
     keys = jax.random.split(jax.random.key(5), 3)
