@@ -159,7 +159,8 @@ def test_long_bodies_that_wrap_their_ring_die_into_corpses_on_every_second_cell(
     env, params = make(width=48, height=40, num_snakes=2, num_food=0, view=3, max_length=200)
     _, state = env.reset(jax.random.key(0), params)
     w, m = env.width, env.max_length
-    # Snake k winds over three rows (1-3 or 20-22) from the left end of the first, head last at the right end of the third.
+    # Snake k winds over three rows (1-3 or 20-22) from the left end of the first,
+    # head last at the right end of the third.
     bodies = []
     for k, rows in enumerate((range(1, 4), range(20, 23))):
         body = []
