@@ -55,7 +55,7 @@ from jaxrl.envs.snake import Snake
 register("snake", Snake)
 register("grid", GridWorld)
 register("arena", Arena)
-register("arena_open", open_arena)
+register("arena_open", open_arena, version=2)  # v2: Battlesnake's views one code a cell (networks one-hot them)
 
 
 def to_gymnasium(name: str, render_mode: str | None = None, **settings):

@@ -3,17 +3,17 @@
 The small arena (envs/arena.py) keeps every cell's count-down and checks each rule over all
 cells, which is cheapest on an 11x11 board and impossible on 640x360 with 256 snakes. Here
 every per-step cost is per snake, never per cell:
-- a cell keeps the snake whose head last entered it and the step it did (`stamp`); a snake's
-  body is its cells stamped at or after its `cut` (its tail's step), so a tail follows by
-  moving `cut` on, a dead body vanishes by setting `cut` past every stamp, and nothing on the
-  board is cleared;
+- the board is one byte a cell (empty, food, wall, a head, or a body cell that names the way to
+  the next cell toward its head), so a tail follows by reading where its cell points, and a
+  second board (`tag`) keeps the snake whose head last entered each cell and its length then;
 - head-to-head fights go through a scratch board (`claim`): scatter-max of lengths, then of
   ids, gathered back at each head, then zeroed at the same cells;
+- a dead body is cleared by walking it from its tail, every dying snake at once, a cell a pass;
 - a snake that dies is born again on a random free cell on the same step (another draw on the
   next step if that cell is taken), and eaten food is replaced on random free cells.
-The world never resets: an episode is a window of `max_steps_in_episode` steps of one
-continuing world (truncated, never terminated), so the value of the last observation is
-bootstrapped, and the board is built once. The stamps' clock is int32: a world runs 2**31 steps.
+Many worlds step as one flat board (envs/flat.py). The world never resets: an episode is a window
+of `max_steps_in_episode` steps of one continuing world (truncated, never terminated), so the
+value of the last observation is bootstrapped, and the board is built once.
 """
 
 from __future__ import annotations
@@ -26,36 +26,42 @@ import numpy as np
 from flax import struct
 from gymnax.environments import environment, spaces
 
-from jaxrl.envs.arena import CHANNELS, SNAKE_COLOURS
+from jaxrl.envs.arena import SNAKE_COLOURS
 from jaxrl.envs.base import Env
 from jaxrl.envs.checks import COUNT, FINITE, INT32_MAX, check, check_int_setting, whole
+from jaxrl.envs.flat import FlatWorlds, distinct_cells
 from jaxrl.envs.kernels import fusion_boundary, pick
-from jaxrl.envs.spaces import agents_box
 
-OWNER = (1 << 13) - 1  # bits 0-12 of a cell's word: 1 + the snake whose head last entered it (0: none yet)
-FOOD = 1 << 13
-WALL = 1 << 14
-LENGTH_SHIFT = 15  # bits 15-30: the snake's length when its head entered (read at heads only: current there)
+EMPTY, FOOD, WALL = 0, 1, 2  # a cell's byte; BODY + d: a body cell whose next cell toward the head is way d
+BODY = 3
+HEAD = BODY + 4
+OWNER = (1 << 13) - 1  # bits 0-12 of a cell's tag: 1 + the snake whose head last entered it
+LENGTH_SHIFT = 15  # bits 15-30 of a tag: the snake's length when its head entered (read at heads only: current there)
 MAX_LENGTH = (1 << 16) - 1
 BIG = 1 << 24  # claim values: lengths below it, ids above it, ties at 2 * BIG
 FOOD_DRAWS = 16  # food cells drawn per step to top the board back up to num_food
+# The observation: a code a cell, what lies there (below) plus CLASSES if the health bar covers it.
+SEEN_EMPTY, SEEN_MINE, SEEN_BODY, SEEN_HEAD, SEEN_LONGER, SEEN_FOOD, SEEN_WALL = range(7)
+CLASSES = 7
+CODES = 2 * CLASSES
 
 
 @struct.dataclass
 class EnvState(environment.EnvState):
-    word: jax.Array  # (cells,) int32 over the padded board: OWNER bits, FOOD, WALL (the border of view // 2 cells)
-    stamp: jax.Array  # (cells,) int32, the step the cell's owner entered it
+    grid: jax.Array  # (cells,) uint8 over the padded board (a border of view // 2 wall cells): EMPTY, FOOD, ...
+    tag: jax.Array  # (cells,) int32: OWNER bits and the length, written when a head enters (stale off bodies)
     claim: jax.Array  # (cells,) int32 scratch for head-to-head fights and births; all 0 between steps
     head: jax.Array  # (snakes,) int32 padded cell index (stale while dead)
+    tail: jax.Array  # (snakes,) int32 padded cell index of the oldest body cell
+    stack: jax.Array  # (snakes,) int32 segments stacked on the tail cell beyond the first (birth, eating)
     heading: jax.Array  # (snakes,) int32, 0 up, 1 right, 2 down, 3 left
     length: jax.Array  # (snakes,) int32
     health: jax.Array  # (snakes,) int32
     alive: jax.Array  # (snakes,) bool (False: died and waits for a free cell)
-    cut: jax.Array  # (snakes,) int32, the oldest stamp of the body; INT32_MAX while dead
     food_count: jax.Array  # () int32
     deaths: jax.Array  # () int32, deaths in this episode window
     eaten: jax.Array  # () int32, food eaten in this episode window
-    time: jax.Array  # () int32, steps since the world was built (the stamps' clock)
+    time: jax.Array  # () int32, steps since the world was built
 
 
 @struct.dataclass
@@ -68,7 +74,7 @@ class EnvParams(environment.EnvParams):
     reward_step: float = 0.0
 
 
-class OpenArena(Env):
+class OpenArena(FlatWorlds, Env):
     """`num_snakes` learning snakes on a `height x width` board, all moving at once, born again where they die.
 
     Rules: Battlesnake's standard moves, feeding and eliminations (see envs/arena.py: off the
@@ -77,10 +83,12 @@ class OpenArena(Env):
         same step, `start_length` long on a random free cell (if the drawn cell is taken, it waits
         for the next step's draw), and food is topped back up to `num_food` on random free cells
         (up to 16 per step). A dead body leaves the board at once (PufferLib's leaves food: not here).
-    Observation: per snake `(view, view, 7)` uint8, the arena's channels (own body, other bodies,
-        other heads, heads at least as long, food, wall, health bar), centred on its head and turned
-        so that it heads up; zeros while it waits to be born. Shape `(num_snakes, view, view, 7)` (one
-        snake: no agent axis, as in the arena and the grid).
+    Observation: per snake `(view, view)` uint8, one code a cell, centred on its head and turned so
+        that it heads up: what lies there (0 empty, 1 its own body, 2 another's body, 3 another's
+        head, 4 another's head at least as long, 5 food, 6 wall), plus 7 where its health bar
+        covers the cell (the first `health` cells in reading order); zeros while it waits to be
+        born. Networks one-hot the 14 codes (`observation_codes`). Shape `(num_snakes, view, view)`
+        (one snake: no agent axis, as in the arena and the grid).
     Actions: per snake `Discrete(3)` (0 turn left, 1 straight on, 2 turn right), shape `(num_snakes,)`
         (a scalar for one snake); rewards likewise.
     Reward: per snake `reward_food` for eating, `reward_death` on dying, `reward_step` otherwise; 0 while waiting.
@@ -90,6 +98,8 @@ class OpenArena(Env):
 
     name = "arena_open"
     num_actions = 3
+    rules = "battlesnake"
+    observation_codes = CODES  # a cell is one of this many codes: networks one-hot it
 
     BIRTH_SALT = 0x5EED_0006  # the cell a snake is born on; HEADING_SALT its heading, FOOD_SALT food cells
     HEADING_SALT = 0x5EED_0007
@@ -114,9 +124,16 @@ class OpenArena(Env):
         self.num_agents = num_snakes
         self.half = view // 2
         self.side = width + 2 * self.half  # the padded board's row length
-        self.num_cells = (height + 2 * self.half) * self.side
+        self.rows = height + 2 * self.half
+        self.num_cells = self.rows * self.side
         self._steps = (-self.side, 1, self.side, -1)  # index offsets of up, right, down, left
         self._reading_order = jnp.arange(view * view, dtype=jnp.int32)
+        # For each heading, the unturned crop's cell that each cell of the turned view shows (np.rot90's turn).
+        order = np.arange(view * view).reshape(view, view)
+        self._turns = np.stack([np.rot90(order, t).reshape(-1) for t in range(4)]).astype(np.int32)
+        r, c = np.meshgrid(np.arange(self.rows), np.arange(self.side), indexing="ij")
+        inside = (r >= self.half) & (r < self.half + height) & (c >= self.half) & (c < self.half + width)
+        self._walls = np.where(inside, EMPTY, WALL).astype(np.uint8).reshape(-1)
 
     @property
     def default_params(self) -> EnvParams:
@@ -132,24 +149,14 @@ class OpenArena(Env):
         )
 
     def observation_space(self, params: EnvParams | None = None) -> spaces.Box:
-        return agents_box((self.view, self.view, len(CHANNELS)), self.num_agents)
-
-    # -- randomness and cells ------------------------------------------------------------
+        shape = (self.view, self.view)
+        return spaces.Box(0, CODES - 1, shape if self.num_agents == 1 else (self.num_agents, *shape), jnp.uint8)
 
     def _draw_cells(self, key: jax.Array, salt: int, count: int) -> jax.Array:
         """(count,) int32 uniformly random padded indices of board cells (not the border)."""
         u = self.uniform(key, salt, count)
         flat = jnp.minimum((u * (self.width * self.height)).astype(jnp.int32), self.width * self.height - 1)
         return (flat // self.width + self.half) * self.side + flat % self.width + self.half
-
-    @staticmethod
-    def _table(per_snake: jax.Array, empty: int) -> jax.Array:
-        """(snakes + 1,) per_snake indexed by a cell's OWNER bits (0: no snake -> empty)."""
-        return jnp.concatenate([jnp.full((1,), empty, per_snake.dtype), per_snake])
-
-    def _occupied(self, word: jax.Array, stamp: jax.Array, cut: jax.Array) -> jax.Array:
-        """Whether cells with these words and stamps hold a body, for the snakes' `cut`s."""
-        return stamp >= self._table(cut, INT32_MAX)[word & OWNER]
 
     # -- dynamics ------------------------------------------------------------------------
 
@@ -172,27 +179,52 @@ class OpenArena(Env):
             raise ValueError(
                 f"arena_open with num_snakes={self.num_snakes} takes actions of shape ({self.num_snakes},)"
             )
-        action = action.reshape(self.num_snakes)
-        ids = jnp.arange(self.num_snakes, dtype=jnp.int32)
-        nowhere = jnp.int32(self.num_cells)  # an index past the board: scatters drop it
-        t1 = state.time + 1
-        moving = state.alive
-        direction = jnp.where(moving, (state.heading + action - 1) % 4, state.heading)
-        target = jnp.where(moving, state.head + pick(self._steps, direction), state.head)
-        # The bodies of this step before the new heads: every tail moves on one cell (a stacked tail
-        # stays: cut already counts it), the dead hold nothing.
-        cut = jnp.where(moving, jnp.maximum(state.cut, t1 + 1 - state.length), INT32_MAX)
-        word, stamp = state.word[target], state.stamp[target]
-        wall = (word & WALL) != 0
-        eats = moving & ~wall & ((word & FOOD) != 0)
-        bitten = moving & ~wall & self._occupied(word, stamp, cut)
-        length = state.length + eats
-        health = jnp.where(eats, params.max_health, state.health - 1)
-        starves = moving & (params.max_health > 0) & (health <= 0)
+        # One world's step through `_step_worlds`; its vmap steps all the worlds as one flat board (envs/flat.py).
+        return self._stepper(key, state, action.reshape(self.num_snakes), params)
+
+    def _step_worlds(self, keys, state, action, params):
+        """step_env for W worlds at once (every leaf with a leading (W,) axis), as one flat board of W x cells."""
+        n, cells = self.num_snakes, self.num_cells
+        worlds = action.shape[0]
+        ids = jnp.tile(jnp.arange(n, dtype=jnp.int32), worlds)  # a snake's number in its world
+        base = jnp.repeat(jnp.arange(worlds, dtype=jnp.int32) * cells, n)  # its world's first cell
+        nowhere = jnp.int32(worlds * cells)  # an index past the boards: scatters drop it
+
+        def flat(x):
+            return x.reshape(-1)
+
+        def per_snake(x):  # a parameter (one per world) for each snake
+            return jnp.repeat(jnp.asarray(x), n)
+
+        def per_world(x):
+            return x.reshape(worlds, n)
+
+        grid_0, tag_0, claim_0 = flat(state.grid), flat(state.tag), flat(state.claim)
+        head_0, tail_0, stack_0 = flat(state.head) + base, flat(state.tail) + base, flat(state.stack)
+        heading_0, length_0, health_0 = flat(state.heading), flat(state.length), flat(state.health)
+        moving = flat(state.alive)
+        max_health, start_length = per_snake(params.max_health), per_snake(params.start_length)
+        direction = jnp.where(moving, (heading_0 + flat(action) - 1) % 4, heading_0)
+        target = jnp.where(moving, head_0 + pick(self._steps, direction), head_0)
+        # Tails first: one not stacked leaves its cell (before any head looks), a stacked one stays.
+        vacate = moving & (stack_0 == 0)
+        solo = tail_0 == head_0  # one distinct cell: it points nowhere yet, the tail follows the head
+        at_tail = grid_0[tail_0]
+        way = jnp.where(solo, direction, at_tail.astype(jnp.int32) - BODY)
+        next_tail = jnp.where(solo, target, tail_0 + pick(self._steps, way))
+        grid = grid_0.at[jnp.where(vacate, tail_0, nowhere)].set(jnp.minimum(at_tail, EMPTY), mode="drop")
+        stack = jnp.where(moving & (stack_0 > 0), stack_0 - 1, stack_0)
+        tile = grid[target]
+        wall = tile == WALL
+        eats = moving & (tile == FOOD)
+        bitten = moving & (tile >= BODY)
+        length = length_0 + eats
+        health = jnp.where(eats, max_health, health_0 - 1)
+        starves = moving & (max_health > 0) & (health <= 0)
         # Head-to-head: the longest claimant of a cell keeps it, unless another is as long.
         mover = moving & ~wall
         at = jnp.where(mover, target, nowhere)
-        claim = state.claim.at[at].max(length, mode="drop")
+        claim = claim_0.at[at].max(length, mode="drop")
         longest = mover & (claim[target] == length)
         claim = claim.at[jnp.where(longest, target, nowhere)].max(BIG + ids, mode="drop")
         top = longest & (claim[target] == BIG + ids)
@@ -205,103 +237,116 @@ class OpenArena(Env):
         loses = mover & (~longest | tied)
         dies = moving & (wall | starves | bitten | loses)
         lives = moving & ~dies
-        eaten_cells = jnp.sum(eats & top)  # one eater per food cell is its top claimant
-        # The board: food under a dying eater is gone (feeding comes before eliminating), then the heads.
-        board = state.word.at[jnp.where(eats & dies, target, nowhere)].set(0, mode="drop")
-        board = board.at[jnp.where(lives, target, nowhere)].set(
+        eaten_cells = per_world(eats & top).sum(1)  # one eater per food cell is its top claimant
+        # The board: food under a dying eater is gone (feeding comes before eliminating), the dead
+        # bodies are cleared, then the necks point at the new heads.
+        grid = grid.at[jnp.where(eats & dies, target, nowhere)].set(EMPTY, mode="drop")
+        start = jnp.where(vacate, next_tail, tail_0)
+        grid = self._clear_bodies(grid, start, head_0, length_0, dies & ~(vacate & solo), nowhere)
+        grid = grid.at[jnp.where(lives & ~(vacate & solo), head_0, nowhere)].set(
+            (BODY + direction).astype(jnp.uint8), mode="drop"
+        )
+        grid = grid.at[jnp.where(lives, target, nowhere)].set(HEAD, mode="drop")
+        tag = tag_0.at[jnp.where(lives, target, nowhere)].set(
             ids + 1 | (jnp.minimum(length, MAX_LENGTH) << LENGTH_SHIFT), mode="drop"
         )
-        stamps = state.stamp.at[jnp.where(lives, target, nowhere)].set(t1, mode="drop")
-        cut = jnp.where(lives, cut, INT32_MAX)
+        tail = jnp.where(vacate, next_tail, tail_0)
+        stack = jnp.where(eats, stack + 1, stack)
         # Births: every snake not alive now tries a random cell; free cells go to the highest id drawing them.
-        cand = self._draw_cells(key, self.BIRTH_SALT, self.num_snakes)
-        cw, cs = board[cand], stamps[cand]
-        free = ((cw & FOOD) == 0) & ~self._occupied(cw, cs, cut)
-        tries = ~lives & free
+        cand = flat(jax.vmap(self._draw_cells, (0, None, None))(keys, self.BIRTH_SALT, n)) + base
+        tries = ~lives & (grid[cand] == EMPTY)
         claim = claim.at[jnp.where(tries, cand, nowhere)].max(ids + 1, mode="drop")
         drawn = claim[cand]
         born = tries & (drawn == ids + 1)
         claim = claim.at[jnp.where(tries, cand, nowhere)].set(jnp.minimum(drawn, 0), mode="drop")
-        board = board.at[jnp.where(born, cand, nowhere)].set(
-            ids + 1 | (jnp.minimum(params.start_length, MAX_LENGTH) << LENGTH_SHIFT), mode="drop"
+        grid = grid.at[jnp.where(born, cand, nowhere)].set(HEAD, mode="drop")
+        tag = tag.at[jnp.where(born, cand, nowhere)].set(
+            ids + 1 | (jnp.minimum(start_length, MAX_LENGTH) << LENGTH_SHIFT), mode="drop"
         )
-        stamps = stamps.at[jnp.where(born, cand, nowhere)].set(t1, mode="drop")
-        u = self.uniform(key, self.HEADING_SALT, self.num_snakes)
+        u = flat(jax.vmap(self.uniform, (0, None, None))(keys, self.HEADING_SALT, n))
         alive = lives | born
-        head = jnp.where(lives, target, jnp.where(born, cand, state.head))
+        head = jnp.where(lives, target, jnp.where(born, cand, head_0))
+        tail = jnp.where(born, cand, tail)
+        stack = jnp.where(born, start_length - 1, stack)
         heading = jnp.where(born, jnp.minimum((u * 4).astype(jnp.int32), 3), direction)
-        length = jnp.where(born, params.start_length, length)
-        health = jnp.where(born, params.max_health, health)
-        cut = jnp.where(born, t1, cut)
+        length = jnp.where(born, start_length, length)
+        health = jnp.where(born, max_health, health)
         # Food: back up to num_food, on free cells drawn at random (a cell drawn twice counts once).
         food_count = state.food_count - eaten_cells
-        spots = self._draw_cells(key, self.FOOD_SALT, FOOD_DRAWS)
-        sw, ss = board[spots], stamps[spots]
-        first = jnp.argmax(spots[:, None] == spots[None, :], axis=1) == jnp.arange(FOOD_DRAWS)
-        ok = first & ((sw & FOOD) == 0) & ~self._occupied(sw, ss, cut)
-        ok = ok & (jnp.cumsum(ok) <= self.num_food - food_count)
-        board = board.at[jnp.where(ok, spots, nowhere)].set(FOOD, mode="drop")
+        spots = jax.vmap(self._draw_cells, (0, None, None))(keys, self.FOOD_SALT, FOOD_DRAWS)  # (W, FOOD_DRAWS)
+        first = jnp.argmax(spots[:, :, None] == spots[:, None, :], axis=2) == jnp.arange(FOOD_DRAWS)
+        spots = spots + jnp.arange(worlds, dtype=jnp.int32)[:, None] * cells
+        ok = first & (grid[spots] == EMPTY)
+        ok = ok & (jnp.cumsum(ok, axis=1) <= (self.num_food - food_count)[:, None])
+        grid = grid.at[jnp.where(ok, spots, nowhere)].set(FOOD, mode="drop")
         new_state = state.replace(
-            word=board,
-            stamp=stamps,
-            claim=claim,
-            head=head,
-            heading=heading,
-            length=length,
-            health=health,
-            alive=alive,
-            cut=cut,
-            food_count=food_count + jnp.sum(ok),
-            deaths=state.deaths + jnp.sum(dies),
-            eaten=state.eaten + jnp.sum(eats),
-            time=t1,
+            grid=grid.reshape(worlds, cells),
+            tag=tag.reshape(worlds, cells),
+            claim=claim.reshape(worlds, cells),
+            head=per_world(head - base),
+            tail=per_world(tail - base),
+            stack=per_world(stack),
+            heading=per_world(heading),
+            length=per_world(length),
+            health=per_world(health),
+            alive=per_world(alive),
+            food_count=food_count + ok.sum(1),
+            deaths=state.deaths + per_world(dies).sum(1),
+            eaten=state.eaten + per_world(eats).sum(1),
+            time=state.time + 1,
         )
-        reward = jnp.where(eats, params.reward_food, params.reward_step)
-        reward = jnp.where(dies, params.reward_death, reward)
-        reward = jnp.where(moving, reward, 0.0).astype(jnp.float32)
-        live = jnp.maximum(jnp.sum(alive), 1)
+        reward = jnp.where(eats, per_snake(params.reward_food), per_snake(params.reward_step))
+        reward = jnp.where(dies, per_snake(params.reward_death), reward)
+        reward = per_world(jnp.where(moving, reward, 0.0).astype(jnp.float32))
+        live = jnp.maximum(per_world(alive).sum(1), 1)
         info = {
-            "score": jnp.sum(jnp.where(alive, length, 0)).astype(jnp.float32) / live,
+            "score": per_world(jnp.where(alive, length, 0)).sum(1).astype(jnp.float32) / live,
             "deaths": new_state.deaths,
             "eaten": new_state.eaten,
         }
-        reward = reward[0] if self.num_snakes == 1 else reward
-        return self.get_obs(new_state), new_state, reward, jnp.zeros((), bool), info
+        obs = self._views(grid, tag, head, heading, length, health, alive, worlds)
+        if n == 1:
+            reward, obs = reward[:, 0], obs[:, 0]
+        return obs, new_state, reward, jnp.zeros(worlds, bool), info
+
+    def _clear_bodies(self, grid, start, head, length, dying, nowhere):
+        """The bodies of the dying cleared, each walked from `start` (its tail) to `head` by the way its cells
+        point: every dying snake at once, one cell each per pass."""
+
+        def walk(carry):
+            grid, at, going, left = carry
+            code = grid[jnp.where(going, at, 0)]
+            way = code.astype(jnp.int32) - BODY
+            # EMPTY written as a value read from the cells, so the read comes first and the board is
+            # updated in place (a constant let XLA copy the board twice a pass).
+            grid = grid.at[jnp.where(going, at, nowhere)].set(jnp.minimum(code, EMPTY), mode="drop")
+            # `left` bounds a walk by the body's length, so a broken chain could never loop.
+            going = going & (at != head) & (left > 1)
+            return grid, at + pick(self._steps, jnp.clip(way, 0, 3)), going, left - 1
+
+        grid, *_ = jax.lax.while_loop(lambda c: jnp.any(c[2]), walk, (grid, start, dying, length))
+        return grid
 
     def reset_env(self, key: jax.Array, params: EnvParams):
-        """The world built: walls around, snakes and food on distinct random cells (a random affine
-        permutation of the cells: a random unit coprime with their count, and a random offset)."""
-        cells = self.width * self.height
-        count = self.num_snakes + self.num_food
-        most = min(cells, 4096, INT32_MAX // count)  # unit * i stays below 2**31
-        units = np.array([a for a in range(1, most) if np.gcd(a, cells) == 1] or [1], np.int32)
-        u = self.uniform(key, self.RESET_SALT, 2 + self.num_snakes)
-        unit = jnp.asarray(units)[jnp.minimum((u[0] * len(units)).astype(jnp.int32), len(units) - 1)]
-        offset = jnp.minimum((u[1] * cells).astype(jnp.int32), cells - 1)
-        flat = (unit * jnp.arange(count, dtype=jnp.int32) + offset) % cells  # distinct (unit * i < 2**31)
+        """The world built: walls around, snakes and food on distinct random cells (envs/flat.py)."""
+        n = self.num_snakes
+        u = self.uniform(key, self.RESET_SALT, 2 + n)
+        flat = distinct_cells(u[:2], self.width * self.height, n + self.num_food)
         spot = (flat // self.width + self.half) * self.side + flat % self.width + self.half
-        rows = np.arange(self.num_cells) // self.side
-        cols = np.arange(self.num_cells) % self.side
-        inside = (
-            (rows >= self.half)
-            & (rows < self.half + self.height)
-            & (cols >= self.half)
-            & (cols < self.half + self.width)
-        )
-        word = jnp.where(jnp.asarray(inside), 0, WALL).astype(jnp.int32)
-        ids = jnp.arange(self.num_snakes, dtype=jnp.int32)
+        ids = jnp.arange(n, dtype=jnp.int32)
         start = jnp.minimum(params.start_length, MAX_LENGTH) << LENGTH_SHIFT
-        word = word.at[spot[self.num_snakes :]].set(FOOD).at[spot[: self.num_snakes]].set(ids + 1 | start)
+        grid = jnp.asarray(self._walls).at[spot[n:]].set(FOOD).at[spot[:n]].set(HEAD)
         state = EnvState(
-            word=word,
-            stamp=jnp.zeros(self.num_cells, jnp.int32),
+            grid=grid,
+            tag=jnp.zeros(self.num_cells, jnp.int32).at[spot[:n]].set(ids + 1 | start),
             claim=jnp.zeros(self.num_cells, jnp.int32),
-            head=spot[: self.num_snakes],
+            head=spot[:n],
+            tail=spot[:n],
+            stack=jnp.full(n, params.start_length - 1, jnp.int32),
             heading=jnp.minimum((u[2:] * 4).astype(jnp.int32), 3),
-            length=jnp.full(self.num_snakes, params.start_length, jnp.int32),
-            health=jnp.full(self.num_snakes, params.max_health, jnp.int32),
-            alive=jnp.ones(self.num_snakes, bool),
-            cut=jnp.zeros(self.num_snakes, jnp.int32),
+            length=jnp.full(n, params.start_length, jnp.int32),
+            health=jnp.full(n, params.max_health, jnp.int32),
+            alive=jnp.ones(n, bool),
             food_count=jnp.int32(self.num_food),
             deaths=jnp.int32(0),
             eaten=jnp.int32(0),
@@ -322,49 +367,48 @@ class OpenArena(Env):
         return views[0] if self.num_snakes == 1 else views
 
     def views(self, state: EnvState) -> jax.Array:
-        """(num_snakes, view, view, 7) uint8: each snake's crop of the board (one window per snake), decoded
-        to one byte per cell, turned so that it heads up, then a compare per channel."""
-        rows, cols = state.head // self.side - self.half, state.head % self.side - self.half
-        board = state.word.reshape(-1, self.side), state.stamp.reshape(-1, self.side)
+        """(num_snakes, view, view) uint8: each snake's turned crop, one code a cell (zeros while waiting)."""
+        s = state
+        return self._views(s.grid, s.tag, s.head, s.heading, s.length, s.health, s.alive, 1)[0]
 
-        def crop(grid, r, c):
-            return jax.lax.dynamic_slice(grid, (r, c), (self.view, self.view))
+    def _views(self, grid, tag, head, heading, length, health, alive, worlds):
+        """(W, num_snakes, view, view) codes over W flat boards at flat-board heads: one crop per board, a
+        code a cell, then turned so that each snake heads up (a gather of each cell from its unturned place:
+        rot90s selected by heading measured slower on the CPU)."""
+        n, cells = self.num_snakes, self.view * self.view
+        rows, cols = head // self.side - self.half, head % self.side - self.half
 
-        word, stamp = (jax.vmap(crop, (None, 0, 0))(grid, rows, cols) for grid in board)
-        owner = word & OWNER
-        body = self._occupied(word, stamp, state.cut)
-        mine = body & (owner == jnp.arange(1, self.num_snakes + 1)[:, None, None])
-        head = body & ~mine & (stamp == state.time)  # heads entered (or were born) this step
-        as_long = head & ((word >> LENGTH_SHIFT) >= state.length[:, None, None])  # a head's word holds its length
-        code = (
-            mine.astype(jnp.uint8)
-            | ((body & ~mine & ~head).astype(jnp.uint8) << 1)
-            | (head.astype(jnp.uint8) << 2)
-            | (as_long.astype(jnp.uint8) << 3)
-            | (((word & FOOD) != 0).astype(jnp.uint8) << 4)
-            | (((word & WALL) != 0).astype(jnp.uint8) << 5)
-        )
-        # The codes pass a fusion boundary before the turns: fused in, each of the 7 channel bytes rebuilt
-        # its cell's code four times.
-        turned = [jnp.rot90(fusion_boundary(code), t, axes=(1, 2)) for t in range(4)]
-        code = jnp.select([(state.heading == t)[:, None, None] for t in range(3)], turned[:3], turned[3])
-        bar = (self._reading_order[None, :] < state.health[:, None]).reshape(-1, self.view, self.view)
-        code = (code | (bar.astype(jnp.uint8) << 6)) * state.alive[:, None, None].astype(jnp.uint8)
-        return (code[..., None] >> jnp.arange(len(CHANNELS), dtype=jnp.uint8)) & 1  # bit b -> channel b
+        def crops(board):
+            board = board.reshape(worlds * self.rows, self.side)
+            out = jax.vmap(lambda r, c: jax.lax.dynamic_slice(board, (r, c), (self.view, self.view)))(rows, cols)
+            return out.reshape(-1, cells)
+
+        g, tg = crops(grid), crops(tag)
+        me = jnp.tile(jnp.arange(1, n + 1, dtype=jnp.int32), worlds)[:, None]
+        body = g >= BODY
+        mine = body & ((tg & OWNER) == me)
+        at_head = (g == HEAD) & ~mine
+        longer = (tg >> LENGTH_SHIFT) >= length[:, None]
+        seen = jnp.where(g == FOOD, SEEN_FOOD, jnp.where(g == WALL, SEEN_WALL, SEEN_EMPTY))
+        seen = jnp.where(body, SEEN_BODY, seen)
+        seen = jnp.where(at_head, jnp.where(longer, SEEN_LONGER, SEEN_HEAD), seen)
+        code = fusion_boundary(jnp.where(mine, SEEN_MINE, seen).astype(jnp.uint8))
+        code = jnp.take_along_axis(code, jnp.asarray(self._turns)[heading], axis=1)
+        bar = self._reading_order[None, :] < health[:, None]
+        code = (code + bar.astype(jnp.uint8) * CLASSES) * alive[:, None].astype(jnp.uint8)
+        return code.reshape(worlds, n, self.view, self.view)
 
     # -- pictures -------------------------------------------------------------------------
 
     def render_rgb(self, state: EnvState) -> jax.Array:
         """(height, width, 3) uint8, a pixel a cell: each snake in its colour (heads white), food red."""
         inner = (slice(self.half, self.half + self.height), slice(self.half, self.half + self.width))
-        word = state.word.reshape(-1, self.side)[inner]
-        stamp = state.stamp.reshape(-1, self.side)[inner]
-        owner = word & OWNER
-        body = self._occupied(word, stamp, state.cut)
+        grid = state.grid.reshape(self.rows, self.side)[inner]
+        owner = state.tag.reshape(self.rows, self.side)[inner] & OWNER
         colours = jnp.array(SNAKE_COLOURS, jnp.uint8)[(jnp.maximum(owner, 1) - 1) % len(SNAKE_COLOURS)]
-        picture = jnp.where(body[..., None], colours, jnp.uint8(24))
-        picture = jnp.where((body & (stamp == state.time))[..., None], jnp.uint8(255), picture)
-        return jnp.where(((word & FOOD) != 0)[..., None], jnp.array([235, 50, 50], jnp.uint8), picture)
+        picture = jnp.where((grid >= BODY)[..., None], colours, jnp.uint8(24))
+        picture = jnp.where((grid == HEAD)[..., None], jnp.uint8(255), picture)
+        return jnp.where((grid == FOOD)[..., None], jnp.array([235, 50, 50], jnp.uint8), picture)
 
     def caption(self, state: EnvState) -> str:
         alive, length = np.asarray(state.alive), np.asarray(state.length)
@@ -372,13 +416,18 @@ class OpenArena(Env):
 
     def bodies(self, state: EnvState) -> list[list[tuple[int, int]]]:
         """Each snake's body cells (row, col) on the board, oldest first (a stacked cell once); [] while
-        dead. For tests: the stamps read back as the body list the rules describe."""
-        word, stamp = np.asarray(state.word), np.asarray(state.stamp)
-        cut, alive = np.asarray(state.cut), np.asarray(state.alive)
+        dead. For tests: the board's ways read back as the body list the rules describe."""
+        grid, head, tail, alive = (np.asarray(x) for x in (state.grid, state.head, state.tail, state.alive))
         out = []
         for k in range(self.num_snakes):
-            cells = np.flatnonzero(((word & OWNER) == k + 1) & (stamp >= cut[k])) if alive[k] else []
-            cells = sorted(cells, key=lambda c: stamp[c])
+            cells, at = [], int(tail[k])
+            while alive[k]:
+                cells.append(at)
+                if at == head[k] or len(cells) > self.num_cells:
+                    break
+                at += self._steps[int(grid[at]) - BODY] if BODY <= grid[at] < HEAD else self.num_cells
+                if not 0 <= at < self.num_cells:
+                    break  # a broken chain: the list ends where it breaks (tests then fail on it)
             out.append([(int(c // self.side - self.half), int(c % self.side - self.half)) for c in cells])
         return out
 

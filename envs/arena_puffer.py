@@ -10,7 +10,6 @@ The observation is a crop of that board, as it lies (the moves are absolute): on
 
 from __future__ import annotations
 
-import functools
 from functools import partial
 
 import jax
@@ -22,6 +21,7 @@ from gymnax.environments import environment, spaces
 from jaxrl.envs.arena import SNAKE_COLOURS
 from jaxrl.envs.base import Env
 from jaxrl.envs.checks import COUNT, FINITE, INT32_MAX, check, check_int_setting
+from jaxrl.envs.flat import FlatWorlds, distinct_cells
 from jaxrl.envs.kernels import hash32, mix, pick
 
 EMPTY, FOOD, CORPSE, WALL = 0, 1, 2, 3  # PufferLib's cell codes; a snake's colour is 4-9
@@ -62,7 +62,7 @@ class EnvParams(environment.EnvParams):
     reward_death: float = -1.0
 
 
-class PufferArena(Env):
+class PufferArena(FlatWorlds, Env):
     """`num_snakes` learning snakes on PufferLib Snake's map and rules, all moving at once, born again where they die.
 
     Rules (PufferLib's `snake.h`): the map is `width x height` with walls `view // 2` cells wide at its
@@ -169,43 +169,8 @@ class PufferArena(Env):
             raise ValueError(
                 f"arena_open with num_snakes={self.num_snakes} takes actions of shape ({self.num_snakes},)"
             )
+        # One world's step through `_step_worlds`; its vmap steps all the worlds as one flat board (envs/flat.py).
         return self._stepper(key, state, action.reshape(self.num_snakes), params)
-
-    @functools.cached_property
-    def _stepper(self):
-        """step_env on one world, whose vmap steps all the worlds as one flat board (`_step_worlds`): vmap's
-        own batching of the scatters and while loops ran 3-4x slower on the CPU."""
-
-        @jax.custom_batching.custom_vmap
-        def one(key, state, action, params):
-            out = self._worlds(*jax.tree.map(lambda x: jnp.asarray(x)[None], (key, state, action, params)))
-            return jax.tree.map(lambda x: x[0], out)
-
-        @one.def_vmap
-        def many(axis_size, in_batched, *args):
-            args = jax.tree.map(lambda x, b: _full(x, b, axis_size), args, tuple(in_batched))
-            out = self._worlds(*args)
-            return out, jax.tree.map(lambda _: True, out)
-
-        return one
-
-    def _worlds(self, keys, state, action, params):
-        """_step_worlds (every leaf, params included, with a leading worlds axis), whose own vmap merges its
-        axis into the worlds' (vmap over seeds of vmap over worlds)."""
-
-        @jax.custom_batching.custom_vmap
-        def run(keys, state, action, params):
-            return self._step_worlds(keys, state, action, params)
-
-        @run.def_vmap
-        def merged(axis_size, in_batched, *args):
-            args = jax.tree.map(lambda x, b: _full(x, b, axis_size), args, tuple(in_batched))
-            args = jax.tree.map(lambda x: x.reshape(-1, *x.shape[2:]), args)
-            out = self._worlds(*args)
-            out = jax.tree.map(lambda x: x.reshape(axis_size, -1, *x.shape[1:]), out)
-            return out, jax.tree.map(lambda _: True, out)
-
-        return run(keys, state, action, params)
 
     def _step_worlds(self, keys, state, action, params):
         """step_env for W worlds at once (every leaf with a leading (W,) axis), as one flat board of W x cells."""
@@ -358,13 +323,7 @@ class PufferArena(Env):
         """The world built: walls at the edges, snakes (one cell long) and food on distinct random cells
         (a random affine permutation of the cells off the walls)."""
         n, cells = self.num_snakes, self.inner_width * self.inner_height
-        count = n + self.num_food
-        most = min(cells, 4096, INT32_MAX // count)
-        units = np.array([a for a in range(1, most) if np.gcd(a, cells) == 1] or [1], np.int32)
-        u = self.uniform(key, self.RESET_SALT, 2)
-        unit = jnp.asarray(units)[jnp.minimum((u[0] * len(units)).astype(jnp.int32), len(units) - 1)]
-        offset = jnp.minimum((u[1] * cells).astype(jnp.int32), cells - 1)
-        flat = (unit * jnp.arange(count, dtype=jnp.int32) + offset) % cells
+        flat = distinct_cells(self.uniform(key, self.RESET_SALT, 2), cells, n + self.num_food)
         spot = (flat // self.inner_width + self.half) * self.width + flat % self.inner_width + self.half
         ids = jnp.arange(n, dtype=jnp.int32)
         grid = jnp.asarray(self._walls).at[spot[n:]].set(FOOD).at[spot[:n]].set(colour(ids))
@@ -426,12 +385,6 @@ class PufferArena(Env):
             cells = [ring[k * m + (ptr[k] - length[k] + 1 + i) % m] for i in range(length[k])]
             out.append([(int(c // self.width), int(c % self.width)) for c in cells])
         return out
-
-
-def _full(x, batched, size):
-    """x with a leading axis of `size`: as it is when vmap batched it, else broadcast."""
-    x = jnp.asarray(x)
-    return x if batched else jnp.broadcast_to(x, (size, *x.shape))
 
 
 __all__ = ["EnvParams", "EnvState", "PufferArena"]

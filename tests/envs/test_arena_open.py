@@ -10,7 +10,7 @@ import pytest
 
 from jaxrl import envs
 from jaxrl.envs.arena import DCOL, DROW
-from jaxrl.envs.arena_open import FOOD, LENGTH_SHIFT, WALL, OpenArena
+from jaxrl.envs.arena_open import BODY, CLASSES, FOOD, HEAD, LENGTH_SHIFT, WALL, OpenArena
 
 UP, RIGHT, DOWN, LEFT = range(4)
 
@@ -25,39 +25,43 @@ def segments(env: OpenArena, state) -> list[list[tuple[int, int]] | None]:
 
 
 def food_cells(env: OpenArena, state) -> set[tuple[int, int]]:
-    word = np.asarray(state.word)
-    return {(int(c // env.side - env.half), int(c % env.side - env.half)) for c in np.flatnonzero(word & FOOD)}
+    grid = np.asarray(state.grid)
+    return {(int(c // env.side - env.half), int(c % env.side - env.half)) for c in np.flatnonzero(grid == FOOD)}
 
 
 def place(env: OpenArena, snakes, food=(), heading=None, health=None, time=10, params=None):
     """A state holding these snakes (head first; a repeated last cell is a stacked tail; None: dead) and food."""
     params = params or env.default_params
     _, state = env.reset(jax.random.key(0), params)
-    word = np.asarray(state.word) & WALL  # the border only
-    stamp = np.zeros(env.num_cells, np.int32)
+    grid = np.where(np.asarray(state.grid) == WALL, WALL, 0).astype(np.uint8)  # the border only
+    tag = np.zeros(env.num_cells, np.int32)
     index = lambda r, c: (r + env.half) * env.side + c + env.half
-    cut, length, head, alive = [], [], [], []
+    ways = {(-1, 0): 0, (0, 1): 1, (1, 0): 2, (0, -1): 3}
+    head, tail, stack, length, alive = [], [], [], [], []
     for k, body in enumerate(snakes):
         if not body:
-            cut.append(2**31 - 1), length.append(1), head.append(index(0, 0)), alive.append(False)
+            head.append(index(0, 0)), tail.append(index(0, 0)), stack.append(0), length.append(1), alive.append(False)
             continue
         distinct = list(dict.fromkeys(body))
         for i, (r, c) in enumerate(distinct):
-            word[index(r, c)] = (k + 1) | (len(body) << LENGTH_SHIFT)
-            stamp[index(r, c)] = time - i
-        cut.append(time - len(distinct) + 1), length.append(len(body)), head.append(index(*body[0])), alive.append(True)
+            toward = distinct[i - 1] if i else None  # the next cell toward the head
+            grid[index(r, c)] = HEAD if i == 0 else BODY + ways[(toward[0] - r, toward[1] - c)]
+            tag[index(r, c)] = (k + 1) | (len(body) << LENGTH_SHIFT)
+        head.append(index(*body[0])), tail.append(index(*distinct[-1])), stack.append(len(body) - len(distinct))
+        length.append(len(body)), alive.append(True)
     for r, c in food:
-        word[index(r, c)] = FOOD
+        grid[index(r, c)] = FOOD
     n = env.num_snakes
     return state.replace(
-        word=jnp.asarray(word),
-        stamp=jnp.asarray(stamp),
+        grid=jnp.asarray(grid),
+        tag=jnp.asarray(tag),
         head=jnp.asarray(head, jnp.int32),
+        tail=jnp.asarray(tail, jnp.int32),
+        stack=jnp.asarray(stack, jnp.int32),
         heading=jnp.asarray(heading or [UP] * n, jnp.int32),
         length=jnp.asarray(length, jnp.int32),
         health=jnp.asarray(health or [100] * n, jnp.int32),
         alive=jnp.asarray(alive),
-        cut=jnp.asarray(cut, jnp.int32),
         food_count=jnp.int32(len(food)),
         time=jnp.int32(time),
     )
@@ -236,7 +240,19 @@ def test_each_snake_sees_its_turned_crop():
                 expect[i, j, 4] = int((r, cc) == (0, 3))
         expect = np.rot90(expect, heading, axes=(0, 1)).copy()
         expect[..., 6] = (np.arange(25) < int(state.health[k])).reshape(5, 5)
-        np.testing.assert_array_equal(obs[k], expect, err_msg=f"snake {k}")
+        np.testing.assert_array_equal(one_code(expect), obs[k], err_msg=f"snake {k}")
+
+
+def one_code(channels: np.ndarray) -> np.ndarray:
+    """The arena's channels (own body, other bodies, other heads, heads at least as long, food, wall, health
+    bar) as the open arena's one code a cell: what lies there, plus CLASSES under the health bar."""
+    c = channels.astype(int)
+    what = np.select(
+        [c[..., 0] == 1, (c[..., 2] & c[..., 3]) == 1, c[..., 2] == 1, c[..., 1] == 1, c[..., 4] == 1, c[..., 5] == 1],
+        [1, 4, 3, 2, 5, 6],
+        0,
+    )
+    return (what + CLASSES * c[..., 6]).astype(np.uint8)
 
 
 # -- settings ---------------------------------------------------------------------------------------------
@@ -278,10 +294,8 @@ def test_ppo_trains_every_snake_as_a_stream(tmp_path):
 def test_one_snake_has_no_agent_axis_like_the_other_envs():
     env, params = envs.make("arena_open", width=8, height=8, num_snakes=1, num_food=2, view=3)
     assert (
-        env.num_agents == 1
-        and env.action_space(params).shape == ()
-        and env.observation_space(params).shape == (3, 3, 7)
+        env.num_agents == 1 and env.action_space(params).shape == () and env.observation_space(params).shape == (3, 3)
     )
     obs, state = env.reset(jax.random.key(0), params)
     obs, _, reward, _, _, _ = env.step(jax.random.key(1), state, jnp.int32(1), params)
-    assert obs.shape == (3, 3, 7) and reward.shape == ()
+    assert obs.shape == (3, 3) and reward.shape == ()
