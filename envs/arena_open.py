@@ -5,7 +5,7 @@ cells, which is cheapest on an 11x11 board and impossible on 640x360 with 256 sn
 every per-step cost is per snake, never per cell:
 - the board is one byte a cell (empty, food, wall, a head, or a body cell that names the way to
   the next cell toward its head), so a tail follows by reading where its cell points, and a
-  second board (`tag`) keeps the snake whose head last entered each cell and its length then;
+  second board (`tag`, two bytes) keeps the snake a body cell belongs to and a head's length;
 - head-to-head fights go through a scratch board (`claim`): scatter-max of lengths, then of
   ids, gathered back at each head, then zeroed at the same cells;
 - a dead body is cleared by walking it from its tail, every dying snake at once, a cell a pass;
@@ -35,9 +35,8 @@ from jaxrl.envs.kernels import fusion_boundary, pick
 EMPTY, FOOD, WALL = 0, 1, 2  # a cell's byte; BODY + d: a body cell whose next cell toward the head is way d
 BODY = 3
 HEAD = BODY + 4
-OWNER = (1 << 13) - 1  # bits 0-12 of a cell's tag: 1 + the snake whose head last entered it
-LENGTH_SHIFT = 15  # bits 15-30 of a tag: the snake's length when its head entered (read at heads only: current there)
-MAX_LENGTH = (1 << 16) - 1
+OWNER = (1 << 13) - 1  # a body cell's tag: 1 + its snake's number, at most this
+MAX_LENGTH = (1 << 16) - 1  # a head's tag: its snake's length, at most this
 BIG = 1 << 24  # claim values: lengths below it, ids above it, ties at 2 * BIG
 FOOD_DRAWS = 16  # food cells drawn per step to top the board back up to num_food
 # The observation: a code a cell, what lies there (below) plus CLASSES if the health bar covers it.
@@ -49,7 +48,7 @@ CODES = 2 * CLASSES
 @struct.dataclass
 class EnvState(environment.EnvState):
     grid: jax.Array  # (cells,) uint8 over the padded board (a border of view // 2 wall cells): EMPTY, FOOD, ...
-    tag: jax.Array  # (cells,) int32: OWNER bits and the length, written when a head enters (stale off bodies)
+    tag: jax.Array  # (cells,) uint16: 1 + the snake on a body cell, the length on a head (stale off snakes)
     claim: jax.Array  # (cells,) int32 scratch for head-to-head fights and births; all 0 between steps
     head: jax.Array  # (snakes,) int32 padded cell index (stale while dead)
     tail: jax.Array  # (snakes,) int32 padded cell index of the oldest body cell
@@ -130,6 +129,7 @@ class OpenArena(FlatWorlds, Env):
         self._reading_order = jnp.arange(view * view, dtype=jnp.int32)
         # For each heading, the unturned crop's cell that each cell of the turned view shows (np.rot90's turn).
         order = np.arange(view * view).reshape(view, view)
+        self._centre = jnp.asarray(np.arange(view * view) == view * view // 2)
         self._turns = np.stack([np.rot90(order, t).reshape(-1) for t in range(4)]).astype(np.int32)
         r, c = np.meshgrid(np.arange(self.rows), np.arange(self.side), indexing="ij")
         inside = (r >= self.half) & (r < self.half + height) & (c >= self.half) & (c < self.half + width)
@@ -247,8 +247,11 @@ class OpenArena(FlatWorlds, Env):
             (BODY + direction).astype(jnp.uint8), mode="drop"
         )
         grid = grid.at[jnp.where(lives, target, nowhere)].set(HEAD, mode="drop")
-        tag = tag_0.at[jnp.where(lives, target, nowhere)].set(
-            ids + 1 | (jnp.minimum(length, MAX_LENGTH) << LENGTH_SHIFT), mode="drop"
+        tag = tag_0.at[jnp.where(lives & ~(vacate & solo), head_0, nowhere)].set(
+            (ids + 1).astype(jnp.uint16), mode="drop"
+        )
+        tag = tag.at[jnp.where(lives, target, nowhere)].set(
+            jnp.minimum(length, MAX_LENGTH).astype(jnp.uint16), mode="drop"
         )
         tail = jnp.where(vacate, next_tail, tail_0)
         stack = jnp.where(eats, stack + 1, stack)
@@ -261,7 +264,7 @@ class OpenArena(FlatWorlds, Env):
         claim = claim.at[jnp.where(tries, cand, nowhere)].set(jnp.minimum(drawn, 0), mode="drop")
         grid = grid.at[jnp.where(born, cand, nowhere)].set(HEAD, mode="drop")
         tag = tag.at[jnp.where(born, cand, nowhere)].set(
-            ids + 1 | (jnp.minimum(start_length, MAX_LENGTH) << LENGTH_SHIFT), mode="drop"
+            jnp.minimum(start_length, MAX_LENGTH).astype(jnp.uint16), mode="drop"
         )
         u = flat(jax.vmap(self.uniform, (0, None, None))(keys, self.HEADING_SALT, n))
         alive = lives | born
@@ -333,12 +336,11 @@ class OpenArena(FlatWorlds, Env):
         u = self.uniform(key, self.RESET_SALT, 2 + n)
         flat = distinct_cells(u[:2], self.width * self.height, n + self.num_food)
         spot = (flat // self.width + self.half) * self.side + flat % self.width + self.half
-        ids = jnp.arange(n, dtype=jnp.int32)
-        start = jnp.minimum(params.start_length, MAX_LENGTH) << LENGTH_SHIFT
+        start = jnp.minimum(params.start_length, MAX_LENGTH).astype(jnp.uint16)
         grid = jnp.asarray(self._walls).at[spot[n:]].set(FOOD).at[spot[:n]].set(HEAD)
         state = EnvState(
             grid=grid,
-            tag=jnp.zeros(self.num_cells, jnp.int32).at[spot[:n]].set(ids + 1 | start),
+            tag=jnp.zeros(self.num_cells, jnp.uint16).at[spot[:n]].set(start),
             claim=jnp.zeros(self.num_cells, jnp.int32),
             head=spot[:n],
             tail=spot[:n],
@@ -386,9 +388,11 @@ class OpenArena(FlatWorlds, Env):
         g, tg = crops(grid), crops(tag)
         me = jnp.tile(jnp.arange(1, n + 1, dtype=jnp.int32), worlds)[:, None]
         body = g >= BODY
-        mine = body & ((tg & OWNER) == me)
-        at_head = (g == HEAD) & ~mine
-        longer = (tg >> LENGTH_SHIFT) >= length[:, None]
+        head_cell = g == HEAD
+        # A head's tag is its length: one's own head is the centre cell, every other head another's.
+        mine = body & jnp.where(head_cell, self._centre[None, :], tg.astype(jnp.int32) == me)
+        at_head = head_cell & ~mine
+        longer = tg.astype(jnp.int32) >= length[:, None]
         seen = jnp.where(g == FOOD, SEEN_FOOD, jnp.where(g == WALL, SEEN_WALL, SEEN_EMPTY))
         seen = jnp.where(body, SEEN_BODY, seen)
         seen = jnp.where(at_head, jnp.where(longer, SEEN_LONGER, SEEN_HEAD), seen)
@@ -404,7 +408,7 @@ class OpenArena(FlatWorlds, Env):
         """(height, width, 3) uint8, a pixel a cell: each snake in its colour (heads white), food red."""
         inner = (slice(self.half, self.half + self.height), slice(self.half, self.half + self.width))
         grid = state.grid.reshape(self.rows, self.side)[inner]
-        owner = state.tag.reshape(self.rows, self.side)[inner] & OWNER
+        owner = jnp.where(grid == HEAD, 1, state.tag.reshape(self.rows, self.side)[inner].astype(jnp.int32))
         colours = jnp.array(SNAKE_COLOURS, jnp.uint8)[(jnp.maximum(owner, 1) - 1) % len(SNAKE_COLOURS)]
         picture = jnp.where((grid >= BODY)[..., None], colours, jnp.uint8(24))
         picture = jnp.where((grid == HEAD)[..., None], jnp.uint8(255), picture)

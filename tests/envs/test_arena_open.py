@@ -10,7 +10,7 @@ import pytest
 
 from jaxrl import envs
 from jaxrl.envs.arena import DCOL, DROW
-from jaxrl.envs.arena_open import BODY, CLASSES, FOOD, HEAD, LENGTH_SHIFT, WALL, OpenArena
+from jaxrl.envs.arena_open import BODY, CLASSES, FOOD, HEAD, WALL, OpenArena
 
 UP, RIGHT, DOWN, LEFT = range(4)
 
@@ -34,7 +34,7 @@ def place(env: OpenArena, snakes, food=(), heading=None, health=None, time=10, p
     params = params or env.default_params
     _, state = env.reset(jax.random.key(0), params)
     grid = np.where(np.asarray(state.grid) == WALL, WALL, 0).astype(np.uint8)  # the border only
-    tag = np.zeros(env.num_cells, np.int32)
+    tag = np.zeros(env.num_cells, np.uint16)
     index = lambda r, c: (r + env.half) * env.side + c + env.half
     ways = {(-1, 0): 0, (0, 1): 1, (1, 0): 2, (0, -1): 3}
     head, tail, stack, length, alive = [], [], [], [], []
@@ -46,7 +46,7 @@ def place(env: OpenArena, snakes, food=(), heading=None, health=None, time=10, p
         for i, (r, c) in enumerate(distinct):
             toward = distinct[i - 1] if i else None  # the next cell toward the head
             grid[index(r, c)] = HEAD if i == 0 else BODY + ways[(toward[0] - r, toward[1] - c)]
-            tag[index(r, c)] = (k + 1) | (len(body) << LENGTH_SHIFT)
+            tag[index(r, c)] = len(body) if i == 0 else k + 1  # a head's length, a body cell's snake
         head.append(index(*body[0])), tail.append(index(*distinct[-1])), stack.append(len(body) - len(distinct))
         length.append(len(body)), alive.append(True)
     for r, c in food:
