@@ -299,3 +299,21 @@ def test_one_snake_has_no_agent_axis_like_the_other_envs():
     obs, state = env.reset(jax.random.key(0), params)
     obs, _, reward, _, _, _ = env.step(jax.random.key(1), state, jnp.int32(1), params)
     assert obs.shape == (3, 3) and reward.shape == ()
+
+
+def test_a_long_body_that_dies_is_walked_clear_cell_by_cell():
+    """A winding snake of 19 cells (a stacked tail too) runs into the wall: every cell of its body is
+    cleared on that step, while a snake beside it keeps all of its own."""
+    env = OpenArena(width=12, height=10, num_snakes=2, num_food=0, view=3)
+    winding = [(0, c) for c in range(1, 10)] + [(1, c) for c in range(9, -1, -1)]  # head (0, 1), heading up
+    winding = winding + [winding[-1]]  # a stacked tail
+    other = [(5, 5), (6, 5), (7, 5)]
+    state = place(env, [winding, other], heading=[UP, UP])
+    _, s, reward, _, _, _ = step(env, state, [STRAIGHT, STRAIGHT])
+    assert np.asarray(reward).tolist() == [-1.0, 0.0]
+    grid = np.asarray(s.grid)
+    index = lambda r, c: (r + env.half) * env.side + c + env.half
+    left = [cell for cell in dict.fromkeys(winding) if grid[index(*cell)] >= BODY]
+    born = segments(env, s)[0]
+    assert left == [] or (born is not None and set(left) == {born[0]})  # only a snake born there since
+    assert segments(env, s)[1] == [(4, 5), (5, 5), (6, 5)]
