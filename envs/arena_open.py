@@ -243,13 +243,10 @@ class OpenArena(FlatWorlds, Env):
         grid = grid.at[jnp.where(eats & dies, target, nowhere)].set(EMPTY, mode="drop")
         start = jnp.where(vacate, next_tail, tail_0)
         grid = self._clear_bodies(grid, start, head_0, length_0, dies & ~(vacate & solo), nowhere)
-        grid = grid.at[jnp.where(lives & ~(vacate & solo), head_0, nowhere)].set(
-            (BODY + direction).astype(jnp.uint8), mode="drop"
-        )
+        neck = jnp.where(lives & ~(vacate & solo), head_0, nowhere)  # the old head, unless it was the tail
+        grid = grid.at[neck].set((BODY + direction).astype(jnp.uint8), mode="drop")
         grid = grid.at[jnp.where(lives, target, nowhere)].set(HEAD, mode="drop")
-        tag = tag_0.at[jnp.where(lives & ~(vacate & solo), head_0, nowhere)].set(
-            (ids + 1).astype(jnp.uint16), mode="drop"
-        )
+        tag = tag_0.at[neck].set((ids + 1).astype(jnp.uint16), mode="drop")
         tag = tag.at[jnp.where(lives, target, nowhere)].set(
             jnp.minimum(length, MAX_LENGTH).astype(jnp.uint16), mode="drop"
         )
@@ -408,7 +405,7 @@ class OpenArena(FlatWorlds, Env):
         """(height, width, 3) uint8, a pixel a cell: each snake in its colour (heads white), food red."""
         inner = (slice(self.half, self.half + self.height), slice(self.half, self.half + self.width))
         grid = state.grid.reshape(self.rows, self.side)[inner]
-        owner = jnp.where(grid == HEAD, 1, state.tag.reshape(self.rows, self.side)[inner].astype(jnp.int32))
+        owner = state.tag.reshape(self.rows, self.side)[inner].astype(jnp.int32)  # a head's tag: drawn white
         colours = jnp.array(SNAKE_COLOURS, jnp.uint8)[(jnp.maximum(owner, 1) - 1) % len(SNAKE_COLOURS)]
         picture = jnp.where((grid >= BODY)[..., None], colours, jnp.uint8(24))
         picture = jnp.where((grid == HEAD)[..., None], jnp.uint8(255), picture)

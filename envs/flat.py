@@ -3,7 +3,7 @@ reset with.
 
 An env whose step is per snake (gathers and scatters at a few hundred cells of a large board) loses
 most of its speed to vmap's batching of those scatters and of its while loops (3-4x on the CPU).
-`FlatWorlds` gives it a `step_env` whose vmap instead calls the env's `_step_worlds` once on every
+`FlatWorlds` gives it `_stepper`, one world's step whose vmap instead calls the env's `_step_worlds` once on every
 world's leaves stacked (each leaf, params included, with a leading worlds axis), where the worlds
 lie end to end as one flat board; a vmap of that (over seeds) merges its axis into the worlds'.
 """
