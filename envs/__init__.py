@@ -55,7 +55,8 @@ from jaxrl.envs.snake import Snake
 register("snake", Snake)
 register("grid", GridWorld)
 register("arena", Arena)
-register("arena_open", open_arena, version=2)  # v2: Battlesnake's views one code a cell (networks one-hot them)
+# arena_open v2: the views one code a cell; v3: Battlesnake's board one 2-byte word a cell (what a run holds)
+register("arena_open", open_arena, version=3)
 
 
 def to_gymnasium(name: str, render_mode: str | None = None, **settings):

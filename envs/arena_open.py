@@ -3,9 +3,10 @@
 The small arena (envs/arena.py) keeps every cell's count-down and checks each rule over all
 cells, which is cheapest on an 11x11 board and impossible on 640x360 with 256 snakes. Here
 every per-step cost is per snake, never per cell:
-- the board is one byte a cell (empty, food, wall, a head, or a body cell that names the way to
-  the next cell toward its head), so a tail follows by reading where its cell points, and a
-  second board (`tag`, two bytes) keeps the snake a body cell belongs to and a head's length;
+- the board is two bytes a cell: what lies there (empty, food, wall, a head, or a body cell that
+  names the way to the next cell toward its head) in the low 3 bits, so a tail follows by reading
+  where its cell points, and a tag in the other 13 (the snake a body cell belongs to, a head's
+  length), so a view is one crop of one board;
 - head-to-head fights go through a scratch board (`claim`): scatter-max of lengths, then of
   ids, gathered back at each head, then zeroed at the same cells;
 - a dead body is cleared by walking it from its tail, every dying snake at once, a cell a pass;
@@ -32,11 +33,13 @@ from jaxrl.envs.checks import COUNT, FINITE, INT32_MAX, check, check_int_setting
 from jaxrl.envs.flat import FlatWorlds, distinct_cells
 from jaxrl.envs.kernels import fusion_boundary, pick
 
-EMPTY, FOOD, WALL = 0, 1, 2  # a cell's byte; BODY + d: a body cell whose next cell toward the head is way d
+EMPTY, FOOD, WALL = 0, 1, 2  # a cell's kind; BODY + d: a body cell whose next cell toward the head is way d
 BODY = 3
 HEAD = BODY + 4
+KIND = 7  # a cell's low 3 bits: its kind; the 13 above (TAG): its tag
+TAG = 3
 OWNER = (1 << 13) - 1  # a body cell's tag: 1 + its snake's number, at most this
-MAX_LENGTH = (1 << 16) - 1  # a head's tag: its snake's length, at most this
+MAX_LENGTH = OWNER  # a head's tag: its snake's length, at most this (the views compare lengths up to it)
 BIG = 1 << 24  # claim values: lengths below it, ids above it, ties at 2 * BIG
 FOOD_DRAWS = 16  # food cells drawn per step to top the board back up to num_food
 # The observation: a code a cell, what lies there (below) plus CLASSES if the health bar covers it.
@@ -47,8 +50,7 @@ CODES = 2 * CLASSES
 
 @struct.dataclass
 class EnvState(environment.EnvState):
-    grid: jax.Array  # (cells,) uint8 over the padded board (a border of view // 2 wall cells): EMPTY, FOOD, ...
-    tag: jax.Array  # (cells,) uint16: 1 + the snake on a body cell, the length on a head (stale off snakes)
+    grid: jax.Array  # (cells,) uint16 over the padded board (a border of view // 2 wall cells): kind | tag << TAG
     claim: jax.Array  # (cells,) int32 scratch for head-to-head fights and births; all 0 between steps
     head: jax.Array  # (snakes,) int32 padded cell index (stale while dead)
     tail: jax.Array  # (snakes,) int32 padded cell index of the oldest body cell
@@ -84,9 +86,9 @@ class OpenArena(FlatWorlds, Env):
         (up to 16 per step). A dead body leaves the board at once (PufferLib's leaves food: not here).
     Observation: per snake `(view, view)` uint8, one code a cell, centred on its head and turned so
         that it heads up: what lies there (0 empty, 1 its own body, 2 another's body, 3 another's
-        head, 4 another's head at least as long, 5 food, 6 wall), plus 7 where its health bar
-        covers the cell (the first `health` cells in reading order); zeros while it waits to be
-        born. Networks one-hot the 14 codes (`observation_codes`). Shape `(num_snakes, view, view)`
+        head, 4 another's head at least as long (lengths compared up to 8191), 5 food, 6 wall), plus
+        7 where its health bar covers the cell (the first `health` cells in reading order); zeros
+        while it waits to be born. Networks one-hot the 14 codes (`observation_codes`). Shape `(num_snakes, view, view)`
         (one snake: no agent axis, as in the arena and the grid).
     Actions: per snake `Discrete(3)` (0 turn left, 1 straight on, 2 turn right), shape `(num_snakes,)`
         (a scalar for one snake); rewards likewise.
@@ -133,7 +135,7 @@ class OpenArena(FlatWorlds, Env):
         self._turns = np.stack([np.rot90(order, t).reshape(-1) for t in range(4)]).astype(np.int32)
         r, c = np.meshgrid(np.arange(self.rows), np.arange(self.side), indexing="ij")
         inside = (r >= self.half) & (r < self.half + height) & (c >= self.half) & (c < self.half + width)
-        self._walls = np.where(inside, EMPTY, WALL).astype(np.uint8).reshape(-1)
+        self._walls = np.where(inside, EMPTY, WALL).astype(np.uint16).reshape(-1)
 
     @property
     def default_params(self) -> EnvParams:
@@ -157,6 +159,12 @@ class OpenArena(FlatWorlds, Env):
         u = self.uniform(key, salt, count)
         flat = jnp.minimum((u * (self.width * self.height)).astype(jnp.int32), self.width * self.height - 1)
         return (flat // self.width + self.half) * self.side + flat % self.width + self.half
+
+    @staticmethod
+    def _cell(kind, tag) -> jax.Array:
+        """A board cell: `kind` in the low bits, `tag` (at most OWNER) above."""
+        tag = jnp.minimum(jnp.asarray(tag, jnp.int32), OWNER)
+        return (jnp.asarray(kind, jnp.int32) | tag << TAG).astype(jnp.uint16)
 
     # -- dynamics ------------------------------------------------------------------------
 
@@ -199,7 +207,7 @@ class OpenArena(FlatWorlds, Env):
         def per_world(x):
             return x.reshape(worlds, n)
 
-        grid_0, tag_0, claim_0 = flat(state.grid), flat(state.tag), flat(state.claim)
+        grid_0, claim_0 = flat(state.grid), flat(state.claim)
         head_0, tail_0, stack_0 = flat(state.head) + base, flat(state.tail) + base, flat(state.stack)
         heading_0, length_0, health_0 = flat(state.heading), flat(state.length), flat(state.health)
         moving = flat(state.alive)
@@ -210,11 +218,11 @@ class OpenArena(FlatWorlds, Env):
         vacate = moving & (stack_0 == 0)
         solo = tail_0 == head_0  # one distinct cell: it points nowhere yet, the tail follows the head
         at_tail = grid_0[tail_0]
-        way = jnp.where(solo, direction, at_tail.astype(jnp.int32) - BODY)
+        way = jnp.where(solo, direction, (at_tail & KIND).astype(jnp.int32) - BODY)
         next_tail = jnp.where(solo, target, tail_0 + pick(self._steps, way))
         grid = grid_0.at[jnp.where(vacate, tail_0, nowhere)].set(jnp.minimum(at_tail, EMPTY), mode="drop")
         stack = jnp.where(moving & (stack_0 > 0), stack_0 - 1, stack_0)
-        tile = grid[target]
+        tile = grid[target] & KIND
         wall = tile == WALL
         eats = moving & (tile == FOOD)
         bitten = moving & (tile >= BODY)
@@ -244,12 +252,8 @@ class OpenArena(FlatWorlds, Env):
         start = jnp.where(vacate, next_tail, tail_0)
         grid = self._clear_bodies(grid, start, head_0, length_0, dies & ~(vacate & solo), nowhere)
         neck = jnp.where(lives & ~(vacate & solo), head_0, nowhere)  # the old head, unless it was the tail
-        grid = grid.at[neck].set((BODY + direction).astype(jnp.uint8), mode="drop")
-        grid = grid.at[jnp.where(lives, target, nowhere)].set(HEAD, mode="drop")
-        tag = tag_0.at[neck].set((ids + 1).astype(jnp.uint16), mode="drop")
-        tag = tag.at[jnp.where(lives, target, nowhere)].set(
-            jnp.minimum(length, MAX_LENGTH).astype(jnp.uint16), mode="drop"
-        )
+        grid = grid.at[neck].set(self._cell(BODY + direction, ids + 1), mode="drop")
+        grid = grid.at[jnp.where(lives, target, nowhere)].set(self._cell(HEAD, length), mode="drop")
         tail = jnp.where(vacate, next_tail, tail_0)
         stack = jnp.where(eats, stack + 1, stack)
         # Births: every snake not alive now tries a random cell; free cells go to the highest id drawing them.
@@ -259,10 +263,7 @@ class OpenArena(FlatWorlds, Env):
         drawn = claim[cand]
         born = tries & (drawn == ids + 1)
         claim = claim.at[jnp.where(tries, cand, nowhere)].set(jnp.minimum(drawn, 0), mode="drop")
-        grid = grid.at[jnp.where(born, cand, nowhere)].set(HEAD, mode="drop")
-        tag = tag.at[jnp.where(born, cand, nowhere)].set(
-            jnp.minimum(start_length, MAX_LENGTH).astype(jnp.uint16), mode="drop"
-        )
+        grid = grid.at[jnp.where(born, cand, nowhere)].set(self._cell(HEAD, start_length), mode="drop")
         u = flat(jax.vmap(self.uniform, (0, None, None))(keys, self.HEADING_SALT, n))
         alive = lives | born
         head = jnp.where(lives, target, jnp.where(born, cand, head_0))
@@ -281,7 +282,6 @@ class OpenArena(FlatWorlds, Env):
         grid = grid.at[jnp.where(ok, spots, nowhere)].set(FOOD, mode="drop")
         new_state = state.replace(
             grid=grid.reshape(worlds, cells),
-            tag=tag.reshape(worlds, cells),
             claim=claim.reshape(worlds, cells),
             head=per_world(head - base),
             tail=per_world(tail - base),
@@ -304,7 +304,7 @@ class OpenArena(FlatWorlds, Env):
             "deaths": new_state.deaths,
             "eaten": new_state.eaten,
         }
-        obs = self._views(grid, tag, head, heading, length, health, alive, worlds)
+        obs = self._views(grid, head, heading, length, health, alive, worlds)
         if n == 1:
             reward, obs = reward[:, 0], obs[:, 0]
         return obs, new_state, reward, jnp.zeros(worlds, bool), info
@@ -316,7 +316,7 @@ class OpenArena(FlatWorlds, Env):
         def walk(carry):
             grid, at, going, left = carry
             code = grid[jnp.where(going, at, 0)]
-            way = code.astype(jnp.int32) - BODY
+            way = (code & KIND).astype(jnp.int32) - BODY
             # EMPTY written as a value read from the cells, so the read comes first and the board is
             # updated in place (a constant let XLA copy the board twice a pass).
             grid = grid.at[jnp.where(going, at, nowhere)].set(jnp.minimum(code, EMPTY), mode="drop")
@@ -333,11 +333,9 @@ class OpenArena(FlatWorlds, Env):
         u = self.uniform(key, self.RESET_SALT, 2 + n)
         flat = distinct_cells(u[:2], self.width * self.height, n + self.num_food)
         spot = (flat // self.width + self.half) * self.side + flat % self.width + self.half
-        start = jnp.minimum(params.start_length, MAX_LENGTH).astype(jnp.uint16)
-        grid = jnp.asarray(self._walls).at[spot[n:]].set(FOOD).at[spot[:n]].set(HEAD)
+        grid = jnp.asarray(self._walls).at[spot[n:]].set(FOOD).at[spot[:n]].set(self._cell(HEAD, params.start_length))
         state = EnvState(
             grid=grid,
-            tag=jnp.zeros(self.num_cells, jnp.uint16).at[spot[:n]].set(start),
             claim=jnp.zeros(self.num_cells, jnp.int32),
             head=spot[:n],
             tail=spot[:n],
@@ -368,28 +366,26 @@ class OpenArena(FlatWorlds, Env):
     def views(self, state: EnvState) -> jax.Array:
         """(num_snakes, view, view) uint8: each snake's turned crop, one code a cell (zeros while waiting)."""
         s = state
-        return self._views(s.grid, s.tag, s.head, s.heading, s.length, s.health, s.alive, 1)[0]
+        return self._views(s.grid, s.head, s.heading, s.length, s.health, s.alive, 1)[0]
 
-    def _views(self, grid, tag, head, heading, length, health, alive, worlds):
+    def _views(self, grid, head, heading, length, health, alive, worlds):
         """(W, num_snakes, view, view) codes over W flat boards at flat-board heads: one crop per board, a
         code a cell, then turned so that each snake heads up (a gather of each cell from its unturned place:
         rot90s selected by heading measured slower on the CPU)."""
         n, cells = self.num_snakes, self.view * self.view
         rows, cols = head // self.side - self.half, head % self.side - self.half
 
-        def crops(board):
-            board = board.reshape(worlds * self.rows, self.side)
-            out = jax.vmap(lambda r, c: jax.lax.dynamic_slice(board, (r, c), (self.view, self.view)))(rows, cols)
-            return out.reshape(-1, cells)
-
-        g, tg = crops(grid), crops(tag)
+        board = grid.reshape(worlds * self.rows, self.side)
+        crop = jax.vmap(lambda r, c: jax.lax.dynamic_slice(board, (r, c), (self.view, self.view)))(rows, cols)
+        crop = crop.reshape(-1, cells)
+        g, tg = crop & KIND, (crop >> TAG).astype(jnp.int32)
         me = jnp.tile(jnp.arange(1, n + 1, dtype=jnp.int32), worlds)[:, None]
         body = g >= BODY
         head_cell = g == HEAD
         # A head's tag is its length: one's own head is the centre cell, every other head another's.
-        mine = body & jnp.where(head_cell, self._centre[None, :], tg.astype(jnp.int32) == me)
+        mine = body & jnp.where(head_cell, self._centre[None, :], tg == me)
         at_head = head_cell & ~mine
-        longer = tg.astype(jnp.int32) >= length[:, None]
+        longer = tg >= jnp.minimum(length, MAX_LENGTH)[:, None]
         seen = jnp.where(g == FOOD, SEEN_FOOD, jnp.where(g == WALL, SEEN_WALL, SEEN_EMPTY))
         seen = jnp.where(body, SEEN_BODY, seen)
         seen = jnp.where(at_head, jnp.where(longer, SEEN_LONGER, SEEN_HEAD), seen)
@@ -404,8 +400,8 @@ class OpenArena(FlatWorlds, Env):
     def render_rgb(self, state: EnvState) -> jax.Array:
         """(height, width, 3) uint8, a pixel a cell: each snake in its colour (heads white), food red."""
         inner = (slice(self.half, self.half + self.height), slice(self.half, self.half + self.width))
-        grid = state.grid.reshape(self.rows, self.side)[inner]
-        owner = state.tag.reshape(self.rows, self.side)[inner].astype(jnp.int32)  # a head's tag: drawn white
+        word = state.grid.reshape(self.rows, self.side)[inner]
+        grid, owner = word & KIND, (word >> TAG).astype(jnp.int32)  # a head's tag: drawn white
         colours = jnp.array(SNAKE_COLOURS, jnp.uint8)[(jnp.maximum(owner, 1) - 1) % len(SNAKE_COLOURS)]
         picture = jnp.where((grid >= BODY)[..., None], colours, jnp.uint8(24))
         picture = jnp.where((grid == HEAD)[..., None], jnp.uint8(255), picture)
@@ -418,7 +414,7 @@ class OpenArena(FlatWorlds, Env):
     def bodies(self, state: EnvState) -> list[list[tuple[int, int]]]:
         """Each snake's body cells (row, col) on the board, oldest first (a stacked cell once); [] while
         dead. For tests: the board's ways read back as the body list the rules describe."""
-        grid, head, tail, alive = (np.asarray(x) for x in (state.grid, state.head, state.tail, state.alive))
+        grid, head, tail, alive = (np.asarray(x) for x in (state.grid & KIND, state.head, state.tail, state.alive))
         out = []
         for k in range(self.num_snakes):
             cells, at = [], int(tail[k])

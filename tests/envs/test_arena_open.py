@@ -10,7 +10,7 @@ import pytest
 
 from jaxrl import envs
 from jaxrl.envs.arena import DCOL, DROW
-from jaxrl.envs.arena_open import BODY, CLASSES, FOOD, HEAD, WALL, OpenArena
+from jaxrl.envs.arena_open import BODY, CLASSES, FOOD, HEAD, KIND, TAG, WALL, OpenArena
 
 UP, RIGHT, DOWN, LEFT = range(4)
 
@@ -25,7 +25,7 @@ def segments(env: OpenArena, state) -> list[list[tuple[int, int]] | None]:
 
 
 def food_cells(env: OpenArena, state) -> set[tuple[int, int]]:
-    grid = np.asarray(state.grid)
+    grid = np.asarray(state.grid) & KIND
     return {(int(c // env.side - env.half), int(c % env.side - env.half)) for c in np.flatnonzero(grid == FOOD)}
 
 
@@ -33,8 +33,7 @@ def place(env: OpenArena, snakes, food=(), heading=None, health=None, time=10, p
     """A state holding these snakes (head first; a repeated last cell is a stacked tail; None: dead) and food."""
     params = params or env.default_params
     _, state = env.reset(jax.random.key(0), params)
-    grid = np.where(np.asarray(state.grid) == WALL, WALL, 0).astype(np.uint8)  # the border only
-    tag = np.zeros(env.num_cells, np.uint16)
+    grid = np.where(np.asarray(state.grid) == WALL, WALL, 0).astype(np.uint16)  # the border only
     index = lambda r, c: (r + env.half) * env.side + c + env.half
     ways = {(-1, 0): 0, (0, 1): 1, (1, 0): 2, (0, -1): 3}
     head, tail, stack, length, alive = [], [], [], [], []
@@ -45,8 +44,8 @@ def place(env: OpenArena, snakes, food=(), heading=None, health=None, time=10, p
         distinct = list(dict.fromkeys(body))
         for i, (r, c) in enumerate(distinct):
             toward = distinct[i - 1] if i else None  # the next cell toward the head
-            grid[index(r, c)] = HEAD if i == 0 else BODY + ways[(toward[0] - r, toward[1] - c)]
-            tag[index(r, c)] = len(body) if i == 0 else k + 1  # a head's length, a body cell's snake
+            kind = HEAD if i == 0 else BODY + ways[(toward[0] - r, toward[1] - c)]
+            grid[index(r, c)] = kind | (len(body) if i == 0 else k + 1) << TAG  # a head's length, a body's snake
         head.append(index(*body[0])), tail.append(index(*distinct[-1])), stack.append(len(body) - len(distinct))
         length.append(len(body)), alive.append(True)
     for r, c in food:
@@ -54,7 +53,6 @@ def place(env: OpenArena, snakes, food=(), heading=None, health=None, time=10, p
     n = env.num_snakes
     return state.replace(
         grid=jnp.asarray(grid),
-        tag=jnp.asarray(tag),
         head=jnp.asarray(head, jnp.int32),
         tail=jnp.asarray(tail, jnp.int32),
         stack=jnp.asarray(stack, jnp.int32),
@@ -311,7 +309,7 @@ def test_a_long_body_that_dies_is_walked_clear_cell_by_cell():
     state = place(env, [winding, other], heading=[UP, UP])
     _, s, reward, _, _, _ = step(env, state, [STRAIGHT, STRAIGHT])
     assert np.asarray(reward).tolist() == [-1.0, 0.0]
-    grid = np.asarray(s.grid)
+    grid = np.asarray(s.grid) & KIND
     index = lambda r, c: (r + env.half) * env.side + c + env.half
     left = [cell for cell in dict.fromkeys(winding) if grid[index(*cell)] >= BODY]
     born = segments(env, s)[0]
