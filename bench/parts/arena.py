@@ -90,6 +90,84 @@ def world_run(name: str, n: int, steps: int, **settings: Any):
     return jax.jit(run)
 
 
+def cores_run(name: str, per_device: int, steps: int, **settings: Any):
+    """`world_run` on every device jax has (one XLA CPU device per core: JAX_NUM_CPU_DEVICES), `per_device`
+    worlds each: each device steps its own worlds with its own keys, nothing passes between them (shard_map)."""
+    from jax.sharding import Mesh, PartitionSpec
+
+    devices = jax.devices()
+    inner = world_run(name, per_device, steps, **settings)
+    mesh = Mesh(np.array(devices), ("worlds",))
+    local = jax.shard_map(
+        lambda keys: inner(keys[0])[None],
+        mesh=mesh,
+        in_specs=PartitionSpec("worlds"),
+        out_specs=PartitionSpec("worlds"),
+        check_vma=False,
+    )
+    return jax.jit(lambda key: local(jax.random.split(key, len(devices))).sum())
+
+
+def cores_worker(job: dict[str, Any]) -> list[dict[str, Any]]:
+    """The open arena's rows on every core, in a process started with JAX_NUM_CPU_DEVICES=cores (see
+    `open_on_cores`): for each rule set and worlds per device, snake-steps/s over all devices."""
+    cores = len(jax.devices())
+    rows = []
+    for rules in job["rules"]:
+        for per in job["per_device"]:
+            run = cores_run("arena_open", per, job["steps"], rules=rules, **job["settings"])
+            fn, compile_s = compile_timed(run, jax.random.key(0))
+            seconds = best_times({"open": lambda i, fn=fn: fn(jax.random.key(i))}, job["repeats"])["open"]
+            rate = cores * per * job["steps"] * job["settings"]["num_snakes"] / seconds
+            rows.append(
+                {
+                    "rules": rules,
+                    "worlds": cores * per,
+                    "devices": cores,
+                    "steps_per_call": job["steps"],
+                    "snake_sps": rate,
+                    "per_core": rate / cores,
+                    "compile_s": compile_s,
+                    "settings": job["settings"],
+                    "cores": cores,
+                }
+            )
+    return rows
+
+
+def open_on_cores(ctx: Context, settings: dict[str, Any], steps: int, cores: int) -> list[dict[str, Any]]:
+    """The open arena with one XLA CPU device per core (a process of its own: the device count is fixed when
+    jax starts), `per_device` worlds on each; [] on one core or off the CPU."""
+    import os
+    import subprocess
+    import sys
+
+    if cores < 2 or jax.default_backend() != "cpu":
+        return []
+    job = {
+        "rules": list(RULES),
+        "per_device": ctx.pick([1], [1, 2], [1, 2, 4, 8]),
+        "steps": steps,
+        "repeats": ctx.pick(1, 3, 3),
+        "settings": settings,
+    }
+    env = {**os.environ, "JAX_NUM_CPU_DEVICES": str(cores), "JAX_PLATFORMS": "cpu"}
+    cmd = [sys.executable, "-m", "jaxrl.bench.parts.arena", "--cores-worker", json.dumps(job)]
+    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, check=False)
+    lines = [line for line in proc.stdout.splitlines() if line.startswith("{")]
+    if proc.returncode != 0 or not lines:
+        last = (proc.stderr.strip().splitlines() or ["?"])[-1][:200]
+        ctx.skip(f"the open arena on {cores} CPU devices failed: {last}")
+        return []
+    rows = json.loads(lines[-1])["rows"]
+    for r in rows:
+        ctx.say(
+            f"open arena ({r['rules']}) on {r['devices']} CPU devices (one per core), {r['worlds']} worlds:"
+            f" {fmt_rate(r['snake_sps'])} snake-steps/s ({fmt_rate(r['per_core'])} per core)"
+        )
+    return rows
+
+
 def arena_run(n: int, steps: int, **settings: Any):
     return world_run("arena", n, steps, **settings)
 
@@ -115,6 +193,7 @@ def open_speed(ctx: Context) -> list[dict[str, Any]]:
                 {
                     "rules": rules,
                     "worlds": n,
+                    "devices": 1,
                     "steps_per_call": steps,
                     "snake_sps": rate,
                     "per_core": rate / cores,
@@ -125,9 +204,9 @@ def open_speed(ctx: Context) -> list[dict[str, Any]]:
             )
             ctx.say(
                 f"open arena ({rules}) {settings['width']}x{settings['height']}, {settings['num_snakes']} snakes,"
-                f" {n} worlds: {fmt_rate(rate)} snake-steps/s ({fmt_rate(rate / cores)} per core)"
+                f" {n} worlds, one device: {fmt_rate(rate)} snake-steps/s ({fmt_rate(rate / cores)} per core)"
             )
-    return rows
+    return rows + open_on_cores(ctx, settings, steps, cores)
 
 
 def pufferlib_source() -> Path | None:
@@ -200,7 +279,8 @@ def open_training(ctx: Context, env_rows: list[dict[str, Any]]) -> list[dict[str
         sps = program_sps(["env=arena_open", f"env.rules={rules}", *small], ctx.pick(64, 6_000, 30_000))
         snakes = env_rows[0]["settings"]["num_snakes"] if env_rows else PUFFERLIB_MAP["num_snakes"]
         train = sps["sps"] * snakes
-        same = [r for r in env_rows if r["rules"] == rules]  # env only at the config's 2 worlds, or the nearest
+        # env only on one device (as the config trains) at its 2 worlds, or the nearest
+        same = [r for r in env_rows if r["rules"] == rules and r.get("devices", 1) == 1]
         alone = min(same, key=lambda r: abs(r["worlds"] - 2))["snake_sps"] if same else math.nan
         rows.append(
             {
@@ -464,10 +544,11 @@ def headlines(out: dict[str, Any]) -> list[dict[str, str]]:
             if c
             else f"; {PUFFERLIB_MISSING}"
         )
+        on = "one device" if top.get("devices", 1) == 1 else f"{top['devices']} CPU devices, one per core"
         lines.append(
             {
                 "what": f"Open arena, {rules} rules, on PufferLib Snake's map (640x360, 256 snakes, 11x11), env only",
-                "figure": f"{fmt_rate(top['snake_sps'])} snake-steps/s at {top['worlds']} worlds"
+                "figure": f"{fmt_rate(top['snake_sps'])} snake-steps/s at {top['worlds']} worlds on {on}"
                 f" ({fmt_rate(top['per_core'])} per core){against}",
             }
         )
@@ -517,13 +598,16 @@ def report(result: dict[str, Any]) -> str:
         "",
     ]
     md += ["**Open arena** (`env=arena_open`, every snake a learner, env only)\n"]
-    md += ["| rules | map | snakes | worlds | snake-steps/s | per core | compile |", "|---|---|---|---|---|---|---|"]
+    md += [
+        "| rules | map | snakes | worlds | XLA devices | snake-steps/s | per core | compile |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
     for r in result["open"]:
         m = r["settings"]
         md.append(
             f"| {r.get('rules', 'battlesnake')} | {m['width']}x{m['height']}, {m['num_food']} food, view {m['view']}"
-            f" | {m['num_snakes']} | {r['worlds']} | {fmt_rate(r['snake_sps'])} | {fmt_rate(r['per_core'])}"
-            f" | {r['compile_s']:.1f} s |"
+            f" | {m['num_snakes']} | {r['worlds']} | {r.get('devices', 1)} | {fmt_rate(r['snake_sps'])}"
+            f" | {fmt_rate(r['per_core'])} | {r['compile_s']:.1f} s |"
         )
     c = result.get("pufferlib_c")
     if c:
@@ -567,7 +651,11 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.parts.arena", description=TITLE)
     parser.add_argument("--quick", action="store_true", help="the quick sizes (default: full)")
     parser.add_argument("--out", default=RESULTS, help=f"folder for arena.json (default {RESULTS})")
+    parser.add_argument("--cores-worker", metavar="JOB", help=argparse.SUPPRESS)  # open_on_cores's process
     args = parser.parse_args(argv)
+    if args.cores_worker:
+        print(json.dumps({"rows": cores_worker(json.loads(args.cores_worker))}))
+        return 0
     info = machine.describe()
     ctx = Context("quick" if args.quick else "full", Path(args.out), info)
     result = run(ctx)

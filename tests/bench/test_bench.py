@@ -1,6 +1,7 @@
 """The env part's grid table (`python -m bench.parts.env --env grid`) runs end to end and derives its
 ratios from its own figures; the PureJaxRL-shaped reference PPO trains; the train part on its own
-(`python -m bench.parts.train`) times a chunk and saves its figures; the learning checks' draws
+(`python -m bench.parts.train`) times a chunk and saves its figures; the open arena on one CPU device per
+core steps each device's own worlds; the learning checks' draws
 (`python -m bench.checks`) count failures and name the worst draw, and refuse bad input in one line."""
 
 import argparse
@@ -76,6 +77,32 @@ def test_snake_perfect_target_needs_score_wins_and_the_cap_on_each_seed():
     assert not meets(seed(89.9, 0.9, 3000), PERFECT_TARGET)  # score short
     assert not meets(seed(95.0, 0.49, 3000), PERFECT_TARGET)  # too few wins
     assert not meets(seed(97.0, 1.0, 3601), PERFECT_TARGET)  # past the hour
+
+
+CORES_CHECK = """
+import jax, numpy as np
+from jaxrl.bench.parts.arena import cores_run, world_run
+settings = dict(rules=RULES, width=16, height=14, num_snakes=3, num_food=4, view=5)
+key = jax.random.key(7)
+split = float(cores_run("arena_open", 2, 30, **settings)(key))
+alone = [float(world_run("arena_open", 2, 30, **settings)(k)) for k in jax.random.split(key, len(jax.devices()))]
+print(len(jax.devices()), split, sum(alone), alone[0] != alone[1])
+"""
+
+
+@pytest.mark.parametrize("rules", ["battlesnake", "pufferlib"])
+def test_the_open_arena_on_one_cpu_device_per_core_steps_each_devices_own_worlds(rules):
+    """bench's per-core rows (`cores_run`): with 2 CPU devices each steps its own 2 worlds from its own key, so
+    the total equals two separate runs of those keys, and the two differ."""
+    import os
+
+    env = {**os.environ, "JAX_NUM_CPU_DEVICES": "2", "JAX_PLATFORMS": "cpu"}
+    script = CORES_CHECK.replace("RULES", repr(rules))
+    proc = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    devices, split, alone, differ = proc.stdout.split()
+    assert devices == "2" and differ == "True"
+    assert float(split) == pytest.approx(float(alone), rel=1e-5)
 
 
 def test_the_train_part_on_its_own_times_one_chunk_and_saves_its_figures(tmp_path, capsys):

@@ -95,7 +95,13 @@ def test_figures_are_the_ones_measured(smoke_run):
     ]
     assert all(0 <= r["win_rate"] <= 1 and 1 <= r["placement"] <= 4 for r in arena["bots"])
     assert arena["ppo"]["sps"] > 0
-    assert [(r["rules"], r["worlds"]) for r in arena["open"]] == [("battlesnake", 1), ("pufferlib", 1)]
+    cores = arena["open"][0]["cores"]  # one device, then one CPU device per core (each with one world)
+    split = [("battlesnake", cores, cores), ("pufferlib", cores, cores)] if cores > 1 else []
+    assert [(r["rules"], r["worlds"], r["devices"]) for r in arena["open"]] == [
+        ("battlesnake", 1, 1),
+        ("pufferlib", 1, 1),
+        *split,
+    ]
     for row in arena["open"]:
         assert row["snake_sps"] > 0 and row["per_core"] == pytest.approx(row["snake_sps"] / row["cores"])
     algos = json.loads((out / "algos.json").read_text())["result"]
