@@ -21,7 +21,9 @@
   envs/arena_puffer.py), beside PufferLib's own C Snake measured in the same run: its `snake.h` and
   timing harness from `shared/peers/pufferlib_snake/` (found beside the checkout, or at
   $JAXRL_PUFFERLIB_SNAKE), built with `cc -O3 -march=native` and run as one process per core at once
-  (the whole machine, as jaxrl's one process on every core). Without the source it says so and goes on.
+  (the whole machine). jaxrl is one process on every core, measured on one XLA device and on one XLA CPU
+  device per core (a process of its own with JAX_NUM_CPU_DEVICES, each device stepping its own worlds
+  under shard_map). Without the source it says so and goes on.
   The harnesses match: random actions from a cache of 1024 steps, every observation read.
 - PPO on the open arena at PufferLib's defaults, both rule sets: training snake-steps/s beside env only,
   and per core beside PufferLib's published training figure (theirs, labelled as such).
