@@ -100,13 +100,13 @@ def cores_run(name: str, per_device: int, steps: int, **settings: Any):
     devices = jax.devices()
     inner = world_run(name, per_device, steps, **settings)
     mesh = Mesh(np.array(devices), ("worlds",))
-    local = jax.shard_map(
-        lambda keys: inner(keys[0])[None],
-        mesh=mesh,
-        in_specs=PartitionSpec("worlds"),
-        out_specs=PartitionSpec("worlds"),
-        check_vma=False,
-    )
+    specs = {"mesh": mesh, "in_specs": PartitionSpec("worlds"), "out_specs": PartitionSpec("worlds")}
+    if hasattr(jax, "shard_map"):
+        local = jax.shard_map(lambda keys: inner(keys[0])[None], **specs, check_vma=False)
+    else:  # jax before 0.7
+        from jax.experimental.shard_map import shard_map
+
+        local = shard_map(lambda keys: inner(keys[0])[None], **specs, check_rep=False)
     return jax.jit(lambda key: local(jax.random.split(key, len(devices))).sum())
 
 
@@ -144,6 +144,8 @@ def open_on_cores(ctx: Context, settings: dict[str, Any], steps: int, cores: int
     import subprocess
     import sys
 
+    if hasattr(os, "sched_getaffinity"):
+        cores = min(cores, len(os.sched_getaffinity(0)))  # the cores this process may run on
     if cores < 2 or jax.default_backend() != "cpu":
         return []
     job = {
@@ -155,13 +157,16 @@ def open_on_cores(ctx: Context, settings: dict[str, Any], steps: int, cores: int
     }
     env = {**os.environ, "JAX_NUM_CPU_DEVICES": str(cores), "JAX_PLATFORMS": "cpu"}
     cmd = [sys.executable, "-m", "jaxrl.bench.parts.arena", "--cores-worker", json.dumps(job)]
-    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, check=False)
-    lines = [line for line in proc.stdout.splitlines() if line.startswith("{")]
-    if proc.returncode != 0 or not lines:
-        last = (proc.stderr.strip().splitlines() or ["?"])[-1][:200]
+    try:
+        proc = subprocess.run(cmd, env=env, capture_output=True, text=True, check=False, timeout=3600)
+        lines = [line for line in proc.stdout.splitlines() if line.startswith("{")]
+        rows = json.loads(lines[-1])["rows"] if proc.returncode == 0 and lines else None
+    except (subprocess.TimeoutExpired, ValueError, KeyError):
+        proc, rows = None, None
+    if rows is None:
+        last = (proc.stderr.strip().splitlines() or ["?"])[-1][:200] if proc else "no answer within an hour"
         ctx.skip(f"the open arena on {cores} CPU devices failed: {last}")
         return []
-    rows = json.loads(lines[-1])["rows"]
     for r in rows:
         ctx.say(
             f"open arena ({r['rules']}) on {r['devices']} CPU devices (one per core), {r['worlds']} worlds:"

@@ -84,7 +84,9 @@ import jax, numpy as np
 from jaxrl.bench.parts.arena import cores_run, world_run
 settings = dict(rules=RULES, width=16, height=14, num_snakes=3, num_food=4, view=5)
 key = jax.random.key(7)
-split = float(cores_run("arena_open", 2, 30, **settings)(key))
+run = cores_run("arena_open", 2, 30, **settings)
+assert "num_partitions=2" in run.lower(key).compile().as_text()  # one program over both devices
+split = float(run(key))
 alone = [float(world_run("arena_open", 2, 30, **settings)(k)) for k in jax.random.split(key, len(jax.devices()))]
 print(len(jax.devices()), split, sum(alone), alone[0] != alone[1])
 """

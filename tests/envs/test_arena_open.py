@@ -185,6 +185,12 @@ def test_random_worlds_follow_the_rules_of_a_body_list_reference(width, height, 
         assert food - eaten <= now and not (now - (food - eaten)) & (survivors | fresh)
         assert len(now) == int(new.food_count) <= env.num_food
         assert int(np.asarray(new.claim).sum()) == 0 and not bool(term)
+        word = np.asarray(new.grid)
+        assert (((word & KIND) == 0) == (word == 0)).all()  # an empty cell is the word 0: births test whole words
+        index = lambda r, c: (r + env.half) * env.side + c + env.half
+        for k, cells in enumerate(got):
+            tags = [int(word[index(*cell)]) >> TAG for cell in dict.fromkeys(cells or [])]
+            assert tags == [] or tags == [len(cells)] + [k + 1] * (len(tags) - 1), k  # a head's length, then owner
         fights += sum(dies)
         meals += sum(eats)
         state = new
