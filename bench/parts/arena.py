@@ -114,27 +114,31 @@ def cores_worker(job: dict[str, Any]) -> list[dict[str, Any]]:
     """The open arena's rows on every core, in a process started with JAX_NUM_CPU_DEVICES=cores (see
     `open_on_cores`): for each rule set and worlds per device, snake-steps/s over all devices."""
     cores = len(jax.devices())
-    rows = []
-    for rules in job["rules"]:
-        for per in job["per_device"]:
-            run = cores_run("arena_open", per, job["steps"], rules=rules, **job["settings"])
-            fn, compile_s = compile_timed(run, jax.random.key(0))
-            seconds = best_times({"open": lambda i, fn=fn: fn(jax.random.key(i))}, job["repeats"])["open"]
-            rate = cores * per * job["steps"] * job["settings"]["num_snakes"] / seconds
-            rows.append(
-                {
-                    "rules": rules,
-                    "worlds": cores * per,
-                    "devices": cores,
-                    "steps_per_call": job["steps"],
-                    "snake_sps": rate,
-                    "per_core": rate / cores,
-                    "compile_s": compile_s,
-                    "settings": job["settings"],
-                    "cores": cores,
-                }
-            )
-    return rows
+    steps, settings = job["steps"], job["settings"]
+    return [
+        open_row(cores_run("arena_open", per, steps, rules=rules, **settings), rules, cores * per, cores, job, cores)
+        for rules in job["rules"]
+        for per in job["per_device"]
+    ]
+
+
+def open_row(run, rules: str, worlds: int, devices: int, job: dict[str, Any], cores: int) -> dict[str, Any]:
+    """One row of the open arena's table: `run` (a jitted call of `job["steps"]` steps of `worlds` worlds on
+    `devices` devices) compiled, then timed best of `job["repeats"]`."""
+    fn, compile_s = compile_timed(run, jax.random.key(0))
+    seconds = best_times({"open": lambda i: fn(jax.random.key(i))}, job["repeats"])["open"]
+    rate = worlds * job["steps"] * job["settings"]["num_snakes"] / seconds
+    return {
+        "rules": rules,
+        "worlds": worlds,
+        "devices": devices,
+        "steps_per_call": job["steps"],
+        "snake_sps": rate,
+        "per_core": rate / cores,
+        "compile_s": compile_s,
+        "settings": job["settings"],
+        "cores": cores,
+    }
 
 
 def open_on_cores(ctx: Context, settings: dict[str, Any], steps: int, cores: int) -> list[dict[str, Any]]:
@@ -190,28 +194,15 @@ def open_speed(ctx: Context) -> list[dict[str, Any]]:
     worlds = ctx.pick([1], [2, 4], [1, 2, 4, 8, 16])
     steps = ctx.pick(20, 200, 500)
     cores = max(1, int(ctx.machine.get("cores") or 1))
+    job = {"steps": steps, "settings": settings, "repeats": ctx.pick(1, 2, 3)}
     rows = []
     for rules in RULES:
         for n in worlds:
-            fn, compile_s = compile_timed(world_run("arena_open", n, steps, rules=rules, **settings), jax.random.key(0))
-            seconds = best_times({"open": lambda i, fn=fn: fn(jax.random.key(i))}, ctx.pick(1, 2, 3))["open"]
-            rate = n * steps * settings["num_snakes"] / seconds
-            rows.append(
-                {
-                    "rules": rules,
-                    "worlds": n,
-                    "devices": 1,
-                    "steps_per_call": steps,
-                    "snake_sps": rate,
-                    "per_core": rate / cores,
-                    "compile_s": compile_s,
-                    "settings": settings,
-                    "cores": cores,
-                }
-            )
+            rows.append(open_row(world_run("arena_open", n, steps, rules=rules, **settings), rules, n, 1, job, cores))
             ctx.say(
                 f"open arena ({rules}) {settings['width']}x{settings['height']}, {settings['num_snakes']} snakes,"
-                f" {n} worlds, one device: {fmt_rate(rate)} snake-steps/s ({fmt_rate(rate / cores)} per core)"
+                f" {n} worlds, one device: {fmt_rate(rows[-1]['snake_sps'])} snake-steps/s"
+                f" ({fmt_rate(rows[-1]['per_core'])} per core)"
             )
     return rows + open_on_cores(ctx, settings, steps, cores)
 
