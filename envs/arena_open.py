@@ -6,7 +6,7 @@ every per-step cost is per snake, never per cell:
 - the board is two bytes a cell: what lies there (empty, food, wall, a head, or a body cell that
   names the way to the next cell toward its head) in the low 3 bits, so a tail follows by reading
   where its cell points, and a tag in the other 13 (the snake a body cell belongs to, a head's
-  length), so a view is one crop of one board;
+  length), so a view is one gather from one board, its cells read already turned;
 - head-to-head fights go through a scratch board (`claim`): scatter-max of lengths, then of
   ids, gathered back at each head, then zeroed at the same cells;
 - a dead body is cleared by walking it from its tail, every dying snake at once, a cell a pass;
@@ -129,10 +129,12 @@ class OpenArena(FlatWorlds, Env):
         self.num_cells = self.rows * self.side
         self._steps = (-self.side, 1, self.side, -1)  # index offsets of up, right, down, left
         self._reading_order = jnp.arange(view * view, dtype=jnp.int32)
-        # For each heading, the unturned crop's cell that each cell of the turned view shows (np.rot90's turn).
-        order = np.arange(view * view).reshape(view, view)
         self._centre = jnp.asarray(np.arange(view * view) == view * view // 2)
-        self._turns = np.stack([np.rot90(order, t).reshape(-1) for t in range(4)]).astype(np.int32)
+        # For each heading, each cell of the turned view (np.rot90 of the crop by the heading) as an offset
+        # from the head on the padded board: cell (i, j) lies (i - half) ways up and (j - half) ways right.
+        i, j = np.divmod(np.arange(view * view), view)
+        up, right = np.array([self.side, -1, -self.side, 1]), np.array([1, self.side, -1, -self.side])
+        self._offsets = (up[:, None] * (i - self.half) + right[:, None] * (j - self.half)).astype(np.int32)
         r, c = np.meshgrid(np.arange(self.rows), np.arange(self.side), indexing="ij")
         inside = (r >= self.half) & (r < self.half + height) & (c >= self.half) & (c < self.half + width)
         self._walls = np.where(inside, EMPTY, WALL).astype(np.uint16).reshape(-1)
@@ -369,16 +371,14 @@ class OpenArena(FlatWorlds, Env):
         return self._views(s.grid, s.head, s.heading, s.length, s.health, s.alive, 1)[0]
 
     def _views(self, grid, head, heading, length, health, alive, worlds):
-        """(W, num_snakes, view, view) codes over W flat boards at flat-board heads: one crop per board, a
-        code a cell, then turned so that each snake heads up (a gather of each cell from its unturned place:
-        rot90s selected by heading measured slower on the CPU)."""
-        n, cells = self.num_snakes, self.view * self.view
-        rows, cols = head // self.side - self.half, head % self.side - self.half
-
-        board = grid.reshape(worlds * self.rows, self.side)
-        crop = jax.vmap(lambda r, c: jax.lax.dynamic_slice(board, (r, c), (self.view, self.view)))(rows, cols)
-        crop = crop.reshape(-1, cells)
-        g, tg = crop & KIND, (crop >> TAG).astype(jnp.int32)
+        """(W, num_snakes, view, view) codes over W flat boards at flat-board heads: each snake's cells read
+        already turned (one gather at its heading's offsets from its head), then a code a cell. The offsets
+        are computed into a buffer first: fused into the gather they were recomputed per cell, slower on the
+        CPU, as were a crop turned by a second gather and rot90s selected by heading."""
+        n = self.num_snakes
+        at = fusion_boundary(head[:, None] + jnp.asarray(self._offsets)[heading])
+        cell = grid.at[at].get(mode="promise_in_bounds")  # heads are inside the walls, offsets within the border
+        g, tg = cell & KIND, (cell >> TAG).astype(jnp.int32)
         me = jnp.tile(jnp.arange(1, n + 1, dtype=jnp.int32), worlds)[:, None]
         body = g >= BODY
         head_cell = g == HEAD
@@ -389,8 +389,7 @@ class OpenArena(FlatWorlds, Env):
         seen = jnp.where(g == FOOD, SEEN_FOOD, jnp.where(g == WALL, SEEN_WALL, SEEN_EMPTY))
         seen = jnp.where(body, SEEN_BODY, seen)
         seen = jnp.where(at_head, jnp.where(longer, SEEN_LONGER, SEEN_HEAD), seen)
-        code = fusion_boundary(jnp.where(mine, SEEN_MINE, seen).astype(jnp.uint8))
-        code = jnp.take_along_axis(code, jnp.asarray(self._turns)[heading], axis=1)
+        code = jnp.where(mine, SEEN_MINE, seen).astype(jnp.uint8)
         bar = self._reading_order[None, :] < health[:, None]
         code = (code + bar.astype(jnp.uint8) * CLASSES) * alive[:, None].astype(jnp.uint8)
         return code.reshape(worlds, n, self.view, self.view)
