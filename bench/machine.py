@@ -78,6 +78,7 @@ def describe() -> dict:
     device = jax.devices()[0]
     return {
         "cpu": cpu_model(),
+        "cpu_signature": cpu_signature(),  # the name with family and model: one name covers several CPUs
         "cores": os.cpu_count(),
         "host_memory_bytes": _host_memory(),
         "platform": device.platform,
@@ -92,18 +93,29 @@ def describe() -> dict:
     }
 
 
+def _family_model(machine: dict) -> tuple[str, str] | None:
+    """The CPU's family and model numbers from a machine's `cpu_signature` (None where it has none)."""
+    found = re.search(r"\(family (\d+), model (\d+)\)$", machine.get("cpu_signature") or "")
+    return (found.group(1), found.group(2)) if found else None
+
+
 def title(machine: dict) -> str:
-    """One short line naming the device, for plot titles: 'NVIDIA H100 80GB HBM3' or '2-core AMD EPYC 7B13 (CPU)'."""
+    """One short line naming the device, for plot titles: 'NVIDIA H100 80GB HBM3' or
+    '2-core AMD EPYC 7B13, family 25 model 1 (CPU)' (the family and model where the machine has them)."""
     if machine.get("platform") not in (None, "cpu"):
         return machine["device"].split(":", 1)[1]
     cpu = re.sub(r"\s+(\d+-Core )?Processor\s*$", "", machine.get("cpu", "CPU"))
-    return f"{machine.get('cores')}-core {cpu} (CPU)"
+    numbers = _family_model(machine)
+    which = f", family {numbers[0]} model {numbers[1]}" if numbers else ""
+    return f"{machine.get('cores')}-core {cpu}{which} (CPU)"
 
 
 def slug(machine: dict) -> str:
-    """A folder-name form of the machine: 'nvidia-h100-80gb-hbm3' or 'cpu-2c-amd-epyc-7b13'."""
+    """A folder-name form of the machine: 'nvidia-h100-80gb-hbm3' or 'cpu-2c-amd-epyc-7b13-model-1'."""
     if machine.get("platform") not in (None, "cpu"):
         name = machine["device"].split(":", 1)[1]
     else:
         name = f"cpu-{machine.get('cores')}c-" + re.sub(r"\s+(\d+-Core )?Processor\s*$", "", machine.get("cpu", ""))
+        numbers = _family_model(machine)
+        name += f" model {numbers[1]}" if numbers else ""
     return re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-")[:60] or "machine"

@@ -1,7 +1,7 @@
 """The env part's grid table (`python -m bench.parts.env --env grid`) runs end to end and derives its
 ratios from its own figures; the PureJaxRL-shaped reference PPO trains; the train part on its own
 (`python -m bench.parts.train`) times a chunk and saves its figures; the open arena on one CPU device per
-core steps each device's own worlds; the learning checks' draws
+core steps each device's own worlds; a CPU's figures are named with its family and model; the learning checks' draws
 (`python -m bench.checks`) count failures and name the worst draw, and refuse bad input in one line."""
 
 import argparse
@@ -16,6 +16,8 @@ import jax.numpy as jnp
 import pytest
 
 from jaxrl import envs
+from jaxrl.bench.machine import slug as machine_slug
+from jaxrl.bench.machine import title
 from jaxrl.bench.parts import env as env_part
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -105,6 +107,17 @@ def test_the_open_arena_on_one_cpu_device_per_core_steps_each_devices_own_worlds
     devices, split, alone, differ = proc.stdout.split()
     assert devices == "2" and differ == "True"
     assert float(split) == pytest.approx(float(alone), rel=1e-5)
+
+
+def test_a_cpus_title_and_results_folder_name_its_family_and_model_where_known():
+    """Two Xeons share one model name and differ 1.65x in speed: the family and model tell them apart."""
+    xeon = {"cpu": "Intel(R) Xeon(R) Processor", "cores": 2, "platform": "cpu"}
+    known = {**xeon, "cpu_signature": "Intel(R) Xeon(R) Processor (family 6, model 207)"}
+    assert title(known) == "2-core Intel(R) Xeon(R), family 6 model 207 (CPU)"
+    assert machine_slug(known) == "cpu-2c-intel-r-xeon-r-model-207"
+    assert title(xeon) == "2-core Intel(R) Xeon(R) (CPU)" and machine_slug(xeon) == "cpu-2c-intel-r-xeon-r"
+    gpu = {"platform": "gpu", "device": "gpu:NVIDIA H200", "cpu_signature": "AMD EPYC (family 25, model 17)"}
+    assert title(gpu) == "NVIDIA H200" and machine_slug(gpu) == "nvidia-h200"
 
 
 def test_the_train_part_on_its_own_times_one_chunk_and_saves_its_figures(tmp_path, capsys):
