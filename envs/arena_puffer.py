@@ -172,6 +172,9 @@ class PufferArena(FlatWorlds, Env):
         # One world's step through `_step_worlds`; its vmap steps all the worlds as one flat board (envs/flat.py).
         return self._stepper(key, state, action.reshape(self.num_snakes), params)
 
+    def _world_span(self) -> int:
+        return max(self.num_cells, self.num_snakes * self.max_length)  # the board, or the rings if longer
+
     def _step_worlds(self, keys, state, action, params):
         """step_env for W worlds at once (every leaf with a leading (W,) axis), as one flat board of W x cells."""
         n, m, cells = self.num_snakes, self.max_length, self.num_cells

@@ -6,6 +6,8 @@ most of its speed to vmap's batching of those scatters and of its while loops (3
 `FlatWorlds` gives it `_stepper`, one world's step whose vmap instead calls the env's `_step_worlds` once on every
 world's leaves stacked (each leaf, params included, with a leading worlds axis), where the worlds
 lie end to end as one flat board; a vmap of that (over seeds) merges its axis into the worlds'.
+The flat board's indexes are int32: more worlds than fit below 2**31 are stepped as groups that do, in
+turn (`lax.map`), each group one flat board.
 """
 
 from __future__ import annotations
@@ -22,8 +24,30 @@ from jaxrl.envs.checks import INT32_MAX
 class FlatWorlds:
     """Mixin: `_stepper(key, state, action, params)` is one world's step through `_step_worlds`."""
 
+    index_limit = INT32_MAX  # the largest flat-board index (int32); tests lower it to step small maps in groups
+
     def _step_worlds(self, keys, state, action, params):  # pragma: no cover - each env defines it
         raise NotImplementedError
+
+    def _world_span(self) -> int:
+        """Flat indexes one world takes in the largest of its flat arrays: its board by default."""
+        return self.num_cells
+
+    def _grouped(self, keys, state, action, params):
+        """_step_worlds on every world: at once where their flat indexes fit in int32, else in groups that fit,
+        one after another (the last group padded with copies of the last world, dropped after)."""
+        worlds = keys.shape[0]
+        per = max(1, (self.index_limit - 1) // self._world_span())  # `nowhere` (worlds x span) is an index too
+        if worlds <= per:
+            return self._step_worlds(keys, state, action, params)
+        groups = -(-worlds // per)
+
+        def grouped(x):
+            x = jnp.concatenate([x, jnp.broadcast_to(x[-1:], (groups * per - worlds, *x.shape[1:]))])
+            return x.reshape(groups, per, *x.shape[1:])
+
+        out = jax.lax.map(lambda a: self._step_worlds(*a), jax.tree.map(grouped, (keys, state, action, params)))
+        return jax.tree.map(lambda x: x.reshape(groups * per, *x.shape[2:])[:worlds], out)
 
     @functools.cached_property
     def _stepper(self):
@@ -45,7 +69,7 @@ class FlatWorlds:
 
         @jax.custom_batching.custom_vmap
         def run(keys, state, action, params):
-            return self._step_worlds(keys, state, action, params)
+            return self._grouped(keys, state, action, params)
 
         @run.def_vmap
         def merged(axis_size, in_batched, *args):

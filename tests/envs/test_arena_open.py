@@ -295,6 +295,33 @@ def test_ppo_trains_every_snake_as_a_stream(tmp_path):
     assert 1 <= float(rows[-1]["score"]) < 20  # the live snakes' mean length at the windows' ends
 
 
+@pytest.mark.parametrize("rules", ["battlesnake", "pufferlib"])
+def test_worlds_past_int32_indexes_step_in_groups_as_they_would_at_once(rules):
+    """More worlds than fit in int32 flat-board indexes step as groups that fit, one after another, to the
+    same bits as all at once: here the limit is lowered so that 5 small worlds go 2 at a time."""
+    from jaxrl.envs.arena_open import open_arena
+
+    at_once = open_arena(width=16, height=12, num_snakes=4, num_food=6, view=5, rules=rules, max_length=1024)
+    grouped = open_arena(width=16, height=12, num_snakes=4, num_food=6, view=5, rules=rules, max_length=1024)
+    grouped.index_limit = 3 * grouped._world_span()  # below 3 worlds' indexes: groups of 2, the last one padded
+    params = at_once.default_params
+    keys = jax.random.split(jax.random.key(3), 5)
+    _, state = jax.vmap(at_once.reset, (0, None))(keys, params)
+    steps = [jax.jit(jax.vmap(env.step, (0, 0, 0, None))) for env in (at_once, grouped)]
+    a = b = state
+    rng = np.random.default_rng(0)
+    deaths = 0
+    for t in range(40):
+        actions = jnp.asarray(rng.integers(0, 3, (5, 4)), jnp.int32)
+        keys = jax.random.split(jax.random.key(100 + t), 5)
+        out_a, out_b = steps[0](keys, a, actions, params), steps[1](keys, b, actions, params)
+        for x, y in zip(jax.tree.leaves(out_a), jax.tree.leaves(out_b)):
+            np.testing.assert_array_equal(np.asarray(x), np.asarray(y), err_msg=f"step {t}")
+        a, b = out_a[1], out_b[1]
+        deaths += int(np.asarray(out_a[5]["deaths"]).sum())
+    assert deaths > 0  # the worlds did change: snakes died and were born
+
+
 def test_one_snake_has_no_agent_axis_like_the_other_envs():
     env, params = envs.make("arena_open", width=8, height=8, num_snakes=1, num_food=2, view=3)
     assert (
