@@ -37,10 +37,11 @@ class FlatWorlds:
         """_step_worlds on every world: at once where their flat indexes fit in int32, else in groups that fit,
         one after another (the last group padded with copies of the last world, dropped after)."""
         worlds = keys.shape[0]
-        per = max(1, (self.index_limit - 1) // self._world_span())  # `nowhere` (worlds x span) is an index too
-        if worlds <= per:
+        most = max(1, (self.index_limit - 1) // self._world_span())  # `nowhere` (worlds x span) is an index too
+        if worlds <= most:
             return self._step_worlds(keys, state, action, params)
-        groups = -(-worlds // per)
+        groups = -(-worlds // most)
+        per = -(-worlds // groups)  # groups as even as they go: fewer than `groups` copies pad the last
 
         def grouped(x):
             x = jnp.concatenate([x, jnp.broadcast_to(x[-1:], (groups * per - worlds, *x.shape[1:]))])
