@@ -3,8 +3,8 @@
     python -m bench.readme [--results bench/results] [--readme README.md]
 
 The block sits between `<!-- measured:start -->` and `<!-- measured:end -->`; everything outside
-it is left as it is. Per machine (the newest results folder of each device), it gives the
-machine, the date and mode, every part's headline figures, and a link to the full report, so a
+it is left as it is. Per machine (each device's newest full-mode results folder, else its newest
+quick one), it gives the machine, the date and mode, every part's headline figures, and a link to the full report, so a
 figure and the machine it was measured on never part.
 """
 
@@ -21,18 +21,23 @@ from jaxrl.bench.report import headline_table, load_parts, machine_lines
 START, END = "<!-- measured:start -->", "<!-- measured:end -->"
 
 
+MODE_RANK = {"full": 2, "quick": 1}  # a full-mode report stands for its device before any quick one, smoke last
+
+
 def latest_reports(results: Path) -> list[tuple[Path, dict]]:
-    """(folder, its part records) of the newest report per device, accelerators first."""
-    newest: dict[str, tuple[str, Path, dict]] = {}
+    """(folder, its part records) of the report standing for each device, accelerators first: the newest of
+    its fullest mode, so that a quick run of one part never takes a full report's place."""
+    chosen: dict[str, tuple[tuple[int, str], Path, dict]] = {}
     for folder in sorted(p for p in results.iterdir() if (p / "report.md").exists()):
         parts = load_parts(folder)
         if not parts:
             continue
-        when = max(p["when"] for p in parts.values())
-        device = next(iter(parts.values()))["machine"]["device"]
-        if device not in newest or when > newest[device][0]:
-            newest[device] = (when, folder, parts)
-    ordered = sorted(newest.values(), key=lambda x: (x[2][next(iter(x[2]))]["machine"]["platform"] == "cpu", x[0]))
+        first = next(iter(parts.values()))
+        rank = (MODE_RANK.get(first.get("mode"), 0), max(p["when"] for p in parts.values()))
+        device = first["machine"]["device"]
+        if device not in chosen or rank > chosen[device][0]:
+            chosen[device] = (rank, folder, parts)
+    ordered = sorted(chosen.values(), key=lambda x: (x[2][next(iter(x[2]))]["machine"]["platform"] == "cpu", x[0][1]))
     return [(folder, parts) for _, folder, parts in ordered]
 
 

@@ -163,6 +163,25 @@ def test_bad_arguments_are_one_line(tmp_path):
     assert afile.read_text() == "keep me"
 
 
+def test_the_readme_stands_a_device_on_its_newest_full_report_not_a_newer_quick_one(tmp_path):
+    """A quick run of one part on a CPU must not take the place of that device's full report in README."""
+
+    def report(name: str, mode: str, when: str, device: str = "cpu:cpu") -> None:
+        folder = tmp_path / name
+        folder.mkdir()
+        (folder / "report.md").write_text("x")
+        machine = {"device": device, "platform": device.split(":")[0]}
+        (folder / "env.json").write_text(json.dumps({"part": "env", "mode": mode, "when": when, "machine": machine}))
+
+    report("cpu-full-old", "full", "2026-11-27T00:00:00")
+    report("cpu-quick-new", "quick", "2026-12-04T00:00:00")
+    report("gpu-full", "full", "2026-11-24T00:00:00", device="gpu:NVIDIA H100")
+    chosen = [folder.name for folder, _ in bench_readme.latest_reports(tmp_path)]
+    assert chosen == ["gpu-full", "cpu-full-old"]  # accelerators first
+    report("cpu-full-new", "full", "2026-12-05T00:00:00")
+    assert [folder.name for folder, _ in bench_readme.latest_reports(tmp_path)] == ["gpu-full", "cpu-full-new"]
+
+
 @pytest.mark.slow
 def test_the_readme_block_is_generated_from_the_latest_report(smoke_run, tmp_path):
     out, _ = smoke_run
