@@ -4,8 +4,8 @@
 
 The block sits between `<!-- measured:start -->` and `<!-- measured:end -->`; everything outside
 it is left as it is. Per machine (each device's newest full-mode results folder, else its newest
-quick one), it gives the machine, the date and mode, every part's headline figures, and a link to the full report, so a
-figure and the machine it was measured on never part.
+quick one), it gives the machine, the date and mode, every part's headline figures, and a link to
+the full report, so a figure and the machine it was measured on never part.
 """
 
 from __future__ import annotations
