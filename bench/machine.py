@@ -112,10 +112,11 @@ def title(machine: dict) -> str:
 
 def slug(machine: dict) -> str:
     """A folder-name form of the machine: 'nvidia-h100-80gb-hbm3' or 'cpu-2c-amd-epyc-7b13-model-1'."""
+    model = ""
     if machine.get("platform") not in (None, "cpu"):
         name = machine["device"].split(":", 1)[1]
     else:
         name = f"cpu-{machine.get('cores')}c-" + re.sub(r"\s+(\d+-Core )?Processor\s*$", "", machine.get("cpu", ""))
         numbers = _family_model(machine)
-        name += f" model {numbers[1]}" if numbers else ""
-    return re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-")[:60] or "machine"
+        model = f"-model-{numbers[1]}" if numbers else ""  # kept whole after the cut below
+    return (re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-")[: 60 - len(model)] + model).strip("-") or "machine"

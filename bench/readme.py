@@ -33,7 +33,8 @@ def latest_reports(results: Path) -> list[tuple[Path, dict]]:
         if not parts:
             continue
         first = next(iter(parts.values()))
-        rank = (MODE_RANK.get(first.get("mode"), 0), max(p["when"] for p in parts.values()))
+        fullest = min(MODE_RANK.get(p.get("mode"), 0) for p in parts.values())  # a folder's least full part
+        rank = (fullest, max(p["when"] for p in parts.values()))
         device = first["machine"]["device"]
         if device not in chosen or rank > chosen[device][0]:
             chosen[device] = (rank, folder, parts)

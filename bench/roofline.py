@@ -395,7 +395,7 @@ def main(argv: list[str]) -> int:
     if argv and argv[0] in ("-h", "--help"):
         print(__doc__.split("\n\n")[1])
         return 0
-    from jaxrl.bench.machine import cpu_signature, describe, title
+    from jaxrl.bench.machine import describe, title
     from jaxrl.config.compose import compose_config
     from jaxrl.config.schema import ConfigError
 
@@ -407,7 +407,7 @@ def main(argv: list[str]) -> int:
             print(f"error: {e}", file=sys.stderr)
             return 2
     c = ceilings()
-    print(f"{title(describe())} [{cpu_signature()}]: {describe_ceilings(c)}")
+    print(f"{title(describe())}: {describe_ceilings(c)}")
     if cfg is None:
         return 0
 

@@ -116,6 +116,11 @@ class PufferArena(FlatWorlds, Env):
         )
         check_int_setting("arena_open num_food", num_food, 0, inner // 4, f"{inner // 4} (a quarter of the free cells)")
         check_int_setting("arena_open max_length", max_length, 2, 1 << 16)
+        if num_snakes * max_length > INT32_MAX - 1:  # one world's rings must fit int32 indexes
+            raise ValueError(
+                f"arena_open num_snakes x max_length must be below 2**31 (the snakes' rings), got {num_snakes} x"
+                f" {max_length}"
+            )
         self.width, self.height, self.num_snakes, self.num_food, self.view = width, height, num_snakes, num_food, view
         self.max_length = max_length
         self.num_agents = num_snakes

@@ -303,7 +303,12 @@ def test_worlds_past_int32_indexes_step_in_groups_as_they_would_at_once(rules):
 
     at_once = open_arena(width=16, height=12, num_snakes=4, num_food=6, view=5, rules=rules, max_length=1024)
     grouped = open_arena(width=16, height=12, num_snakes=4, num_food=6, view=5, rules=rules, max_length=1024)
+    # A puffer world's span is its rings (4 snakes x 1024 cells), longer than its board (16 x 12).
+    assert grouped._world_span() == (4 * 1024 if rules == "pufferlib" else grouped.num_cells)
     grouped.index_limit = 3 * grouped._world_span()  # below 3 worlds' indexes: groups of 2, the last one padded
+    seen = []  # the worlds each flat step is given, recorded as it is traced
+    flat_step = grouped._step_worlds
+    grouped._step_worlds = lambda keys, *rest: seen.append(keys.shape[0]) or flat_step(keys, *rest)
     params = at_once.default_params
     keys = jax.random.split(jax.random.key(3), 5)
     _, state = jax.vmap(at_once.reset, (0, None))(keys, params)
@@ -320,6 +325,7 @@ def test_worlds_past_int32_indexes_step_in_groups_as_they_would_at_once(rules):
         a, b = out_a[1], out_b[1]
         deaths += int(np.asarray(out_a[5]["deaths"]).sum())
     assert deaths > 0  # the worlds did change: snakes died and were born
+    assert max(seen) == 2  # the 5 worlds went in groups of 2 (3 of them, in turn), never all at once
 
 
 def test_one_snake_has_no_agent_axis_like_the_other_envs():

@@ -237,6 +237,20 @@ def test_bad_rules_settings_are_refused_in_one_line(settings, message):
         envs.make("arena_open", width=32, height=24, num_snakes=8, num_food=8, **settings)
 
 
+def test_rings_past_int32_indexes_are_refused_in_one_line():
+    with pytest.raises(ValueError, match=r"num_snakes x max_length must be below 2\*\*31 .*got 40000 x 65536"):
+        envs.make(
+            "arena_open",
+            width=1024,
+            height=1024,
+            num_snakes=40000,
+            num_food=0,
+            view=3,
+            rules="pufferlib",
+            max_length=65536,
+        )
+
+
 def test_ppo_trains_on_it_with_the_cell_codes_one_hot_in_the_network(tmp_path):
     import csv
 
