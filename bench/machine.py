@@ -75,10 +75,12 @@ def device_memory(device=None) -> int | None:
 def describe() -> dict:
     import jax
 
-    device = jax.devices()[0]
+    device, info = jax.devices()[0], _cpuinfo()
     return {
         "cpu": cpu_model(),
-        "cpu_signature": cpu_signature(),  # the name with family and model: one name covers several CPUs
+        # One model name covers several CPUs (two Xeons here, 1.65x apart): the family and model tell them apart.
+        "cpu_family": info.get("cpu family"),
+        "cpu_model_number": info.get("model"),
         "cores": os.cpu_count(),
         "host_memory_bytes": _host_memory(),
         "platform": device.platform,
@@ -93,20 +95,14 @@ def describe() -> dict:
     }
 
 
-def _family_model(machine: dict) -> tuple[str, str] | None:
-    """The CPU's family and model numbers from a machine's `cpu_signature` (None where it has none)."""
-    found = re.search(r"\(family (\d+), model (\d+)\)$", machine.get("cpu_signature") or "")
-    return (found.group(1), found.group(2)) if found else None
-
-
 def title(machine: dict) -> str:
     """One short line naming the device, for plot titles: 'NVIDIA H100 80GB HBM3' or
     '2-core AMD EPYC 7B13, family 25 model 1 (CPU)' (the family and model where the machine has them)."""
     if machine.get("platform") not in (None, "cpu"):
         return machine["device"].split(":", 1)[1]
     cpu = re.sub(r"\s+(\d+-Core )?Processor\s*$", "", machine.get("cpu", "CPU"))
-    numbers = _family_model(machine)
-    which = f", family {numbers[0]} model {numbers[1]}" if numbers else ""
+    family, model = machine.get("cpu_family"), machine.get("cpu_model_number")
+    which = f", family {family} model {model}" if family and model else ""
     return f"{machine.get('cores')}-core {cpu}{which} (CPU)"
 
 
@@ -117,6 +113,5 @@ def slug(machine: dict) -> str:
         name = machine["device"].split(":", 1)[1]
     else:
         name = f"cpu-{machine.get('cores')}c-" + re.sub(r"\s+(\d+-Core )?Processor\s*$", "", machine.get("cpu", ""))
-        numbers = _family_model(machine)
-        model = f"-model-{numbers[1]}" if numbers else ""  # kept whole after the cut below
+        model = f"-model-{machine['cpu_model_number']}" if machine.get("cpu_model_number") else ""  # kept whole
     return (re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-")[: 60 - len(model)] + model).strip("-") or "machine"

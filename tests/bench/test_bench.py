@@ -112,13 +112,13 @@ def test_the_open_arena_on_one_cpu_device_per_core_steps_each_devices_own_worlds
 def test_a_cpus_title_and_results_folder_name_its_family_and_model_where_known():
     """Two Xeons share one model name and differ 1.65x in speed: the family and model tell them apart."""
     xeon = {"cpu": "Intel(R) Xeon(R) Processor", "cores": 2, "platform": "cpu"}
-    known = {**xeon, "cpu_signature": "Intel(R) Xeon(R) Processor (family 6, model 207)"}
+    known = {**xeon, "cpu_family": "6", "cpu_model_number": "207"}
     assert title(known) == "2-core Intel(R) Xeon(R), family 6 model 207 (CPU)"
     assert machine_slug(known) == "cpu-2c-intel-r-xeon-r-model-207"
     assert title(xeon) == "2-core Intel(R) Xeon(R) (CPU)" and machine_slug(xeon) == "cpu-2c-intel-r-xeon-r"
     long = {**known, "cpu": "Intel(R) Xeon(R) Platinum 8481C CPU @ 2.70GHz", "cores": 192}
     assert machine_slug(long).endswith("-model-207") and len(machine_slug(long)) <= 60  # the model kept whole
-    gpu = {"platform": "gpu", "device": "gpu:NVIDIA H200", "cpu_signature": "AMD EPYC (family 25, model 17)"}
+    gpu = {"platform": "gpu", "device": "gpu:NVIDIA H200", "cpu_family": "25", "cpu_model_number": "17"}
     assert title(gpu) == "NVIDIA H200" and machine_slug(gpu) == "nvidia-h200"
 
 
