@@ -163,6 +163,29 @@ def _ppo_snake(first: int, n: int) -> list[Figures]:
     return out
 
 
+def _snake_default(first: int, n: int) -> list[Figures]:
+    """The main command, `python -m jaxrl.train env=snake seed=d`, one run per draw: its final training score
+    and its greedy score over 100 episodes (`python -m jaxrl.eval RUN episodes=100`)."""
+    from jaxrl.bench.common import evaluated_run
+
+    out = []
+    for seed in range(first, first + n):
+        summary, _, seconds, played = evaluated_run("snake", 100, seed=seed)
+        figures = {"score": float(summary["final_score"]), "greedy": float(played["score"]["mean"])}
+        out.append(figures | {"train_s": seconds})  # seconds: a record, no bar
+    return out
+
+
+def _snake_default_seeds(first: int, n: int) -> list[Figures]:
+    """The same recipe as n seeds of one program (`num_seeds=n seed=first`; seed i's key is
+    fold_in(key(first), i)): a draw is one seed's final training score and greedy score (100 episodes)."""
+    from jaxrl.bench.common import evaluated_run
+
+    summary, _, _, played = evaluated_run("snake", 100, seed=first, num_seeds=n)
+    scores = summary["final_score_per_seed"] if n > 1 else [summary["final_score"]]
+    return [{"score": float(s), "greedy": float(g)} for s, g in zip(scores, played["score_per_seed"], strict=True)]
+
+
 def _dqn_snake(first: int, n: int) -> list[Figures]:
     from jaxrl import envs
     from jaxrl.algos.dqn import DQN, DQNConfig
@@ -276,6 +299,20 @@ CASES: dict[str, Case] = {
             _ppo_snake,
         ),
         Case(
+            "snake_default",
+            "tests/algos/test_ppo.py::test_the_default_snake_run_gets_off_the_plateau",
+            "the main command, python -m jaxrl.train env=snake seed=N (configs/tuned/ppo_snake.yaml), one run per"
+            " draw; final training score and greedy score (100 episodes)",
+            _snake_default,
+        ),
+        Case(
+            "snake_default_seeds",
+            BENCH_ONLY,  # the same recipe's draws as seeds of one program; snake_default is the CI test's
+            "the same recipe as N seeds of one program (num_seeds=N seed=FIRST); per seed: final training score"
+            " and greedy score (100 episodes)",
+            _snake_default_seeds,
+        ),
+        Case(
             "dqn_snake",
             "tests/algos/test_dqn.py::test_dqn_on_snake_beats_random",
             "DQN on Snake 6x6, 128 envs, 6e5 steps; apples per episode (epsilon-greedy), last 10% of updates",
@@ -367,6 +404,8 @@ _bars("ppo_cartpole_fp32", ("return", ">=", 400))
 # bf16 rounds coarser and its draws spread wider than fp32's (docs/reliability.md): a floor far below its worst draw.
 _bars("ppo_cartpole_bf16", ("return", ">=", 300))
 _bars("ppo_snake", ("worst_score", ">", 0.7), ("seeds_differ", ">=", 1))
+_bars("snake_default", ("score", ">=", 30), ("greedy", ">=", 40))
+_bars("snake_default_seeds", ("score", ">=", 30), ("greedy", ">=", 40))
 _bars("dqn_snake", ("score", ">", 3.5))
 _bars("ppo_grid", ("return", ">", 4.5))
 _bars("dqn_grid", ("return", ">", 4.5))

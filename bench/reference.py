@@ -29,10 +29,19 @@ from jaxrl.bench import RESULTS
 ROOT = Path(__file__).resolve().parents[1]
 
 # The default Snake run became egocentric (issue 16); the PPO reference run keeps the board and actions it
-# was first pinned with, and the entropy bonus it had before issue 35 doubled the default's.
+# was first pinned with, the entropy bonus it had before issue 35 doubled the default's, and the network and
+# plain reward it had before issue 79 (a 64x64 MLP, a cost per step for the first 1e7 steps).
 WORLD_SNAKE = {"name": "snake", "view": "world", "actions": "absolute", "mirror_prob": 0.0, "shaping": 0.0}
 RUNS = {
-    "snake_ppo": {"env": WORLD_SNAKE, "total_timesteps": 1e5, "seed": 3, "num_chunks": 3, "algo.ent_coef": 0.01},
+    "snake_ppo": {
+        "env": WORLD_SNAKE,
+        "total_timesteps": 1e5,
+        "seed": 3,
+        "num_chunks": 3,
+        "algo.ent_coef": 0.01,
+        "algo.hidden": [128, 128],
+        "curriculum": [],
+    },
     "snake_dqn": {
         "env": "snake",
         "algo": "dqn",

@@ -23,7 +23,7 @@ TITLE = "Training runs on Snake: default config and presets"
 def run(ctx: Context) -> dict[str, Any]:
     runs = []
     presets = ctx.pick([{}], [{}], [{}], [{}, {"preset": "heavy"}, {"preset": "beast"}])
-    total = ctx.pick(20_000, 1e6, None)  # None: the config's own length (the default run's 4e7 steps)
+    total = ctx.pick(20_000, 1e6, None)  # None: the config's own length (the default run's)
     for settings in presets:
         label = f"preset={settings['preset']}" if settings else "default"
         length = {} if total is None else {"total_timesteps": total}

@@ -33,7 +33,7 @@ CASES = (
     ("PPO on CartPole-v1 (tuned default, 5e5 steps)", "CartPole-v1", "ppo", {}),
     ("DQN on CartPole-v1 (tuned default, 5e5 steps)", "CartPole-v1", "dqn", {}),
     ("PQN on CartPole-v1 (tuned default, 5e5 steps)", "CartPole-v1", "pqn", {}),
-    ("PPO on Snake (python -m jaxrl.train env=snake, 4e7 steps)", "snake", "ppo", {}),
+    ("PPO on Snake (python -m jaxrl.train env=snake)", "snake", "ppo", {}),
     ("PQN on Snake (tuned default, 1e7 steps)", "snake", "pqn", {}),
 )
 GROUPS = (1, 4, 8)
