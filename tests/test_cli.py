@@ -265,7 +265,8 @@ def test_experiment_snake_perfect_is_a_whole_recipe_and_the_command_line_beats_i
     assert (cfg.env.view, cfg.env.actions) == ("ego", "relative")
     assert cfg.env.hunger_limit >= cfg.env.size**2  # a legal game is never cut short
     plain, _ = compose_config([])
-    assert (plain.env.hunger_kills, plain.algo.hidden) == (None, [128, 128])  # the default run is untouched
+    assert (plain.env.hunger_kills, plain.algo.hidden) == (None, [64, 64])  # the default run is untouched
+    assert cfg.curriculum == [] and plain.curriculum[0]["reward_step"] < 0  # nor does the recipe take its phases
     wins, _ = compose_config(["experiment=snake_perfect", "num_envs=256", "env.shaping=0", "algo.lr=1e-4"])
     assert (wins.num_envs, wins.env.shaping, wins.algo.lr) == (256, 0.0, 1e-4)
     _, params = make_env(cfg)
