@@ -300,7 +300,7 @@ CASES: dict[str, Case] = {
         ),
         Case(
             "snake_default",
-            "tests/algos/test_snake_default.py::test_the_default_snake_run_gets_off_the_plateau",
+            "tests/algos/test_snake_default.py::test_the_default_snake_run_learns_as_its_draws_did",
             "the main command, python -m jaxrl.train env=snake seed=N (configs/tuned/ppo_snake.yaml), one run per"
             " draw; final training score and greedy score (100 episodes)",
             _snake_default,

@@ -176,7 +176,7 @@ SLOW_TIER = {
     "tests/algos/test_ppo.py::test_snake_beats_random_and_seeds_are_independent",
     "tests/algos/test_dqn.py::test_dqn_on_snake_beats_random",
     "tests/envs/test_grid.py::test_dqn_with_the_tuned_grid_config_beats_random",
-    "tests/algos/test_snake_default.py::test_the_default_snake_run_gets_off_the_plateau",
+    "tests/algos/test_snake_default.py::test_the_default_snake_run_learns_as_its_draws_did",
 }
 
 
@@ -205,7 +205,7 @@ def pytest_collection_modifyitems(config, items):
 # the end of the slow tier, one worker busy with them while the other sat idle. The rest keep xdist's rule
 # (most tests first). A stale figure here only changes the order.
 LONGEST_FILES = {
-    "tests/algos/test_snake_default.py": 440,
+    "tests/algos/test_snake_default.py": 132,
     "tests/algos/test_parity.py": 435,
     "tests/bench/test_bench_suite.py": 340,
     "tests/test_colab_stack.py": 310,
