@@ -39,7 +39,8 @@ def test_four_devices_train_like_one_device_with_four_env_groups(tmp_path):
     results = run_checks(tmp_path, "ppo", "dqn", "restore", "sweep")
     for algo in ("ppo", "dqn"):
         assert results[algo]["difference"] <= TOLERANCE, results
-        assert results[algo]["summary_4"] == results[algo]["summary_1"]
+        # the mean return sums float rewards (a step cost) in a per-device order: equal to rounding
+        assert results[algo]["summary_4"] == pytest.approx(results[algo]["summary_1"], rel=1e-5, abs=1e-6)
     # a sweep's members and seeds split along `seed`, each member's envs along `env`
     assert results["sweep"]["difference"] <= TOLERANCE and len(set(results["sweep"]["best"])) == 1, results
     # saved on 4 devices, resumed half-way on 1 and on 2: the 4-device run's end
