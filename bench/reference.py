@@ -30,7 +30,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 # The default Snake run became egocentric (issue 16); the PPO reference run keeps the board and actions it
 # was first pinned with, the entropy bonus it had before issue 35 doubled the default's, and the 128x128 MLP
-# and plain reward it had before issue 79 gave the default a 64x64 MLP and a cost per step for 1e7 steps.
+# and plain reward it had before issue 79 gave the default a 64x64 LayerNorm MLP and a cost per step for 1e7 steps.
 WORLD_SNAKE = {"name": "snake", "view": "world", "actions": "absolute", "mirror_prob": 0.0, "shaping": 0.0}
 RUNS = {
     "snake_ppo": {
@@ -40,6 +40,7 @@ RUNS = {
         "num_chunks": 3,
         "algo.ent_coef": 0.01,
         "algo.hidden": [128, 128],
+        "algo.layer_norm": False,
         "curriculum": [],
     },
     "snake_dqn": {
