@@ -54,7 +54,8 @@ from jaxrl.envs.snake import Snake
 
 register("snake", Snake)
 register("grid", GridWorld)
-register("arena", Arena)
+# arena v2: the official engine's rules, starts and rulesets, 4 moves, a hazard channel (issue 80)
+register("arena", Arena, version=2)
 # arena_open v2: the views one code a cell; v3: Battlesnake's board one 2-byte word a cell (what a run holds;
 # one version for both rule sets, so runs of rules=pufferlib under v2 are refused too)
 register("arena_open", open_arena, version=3)

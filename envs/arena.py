@@ -1,15 +1,16 @@
-"""A multi-snake arena with Battlesnake's standard rules and scripted bots inside the step, as a pure JAX env.
+"""A multi-snake arena playing Battlesnake by the official engine's rules, with scripted bots inside the step.
 
 The board is kept per cell: which snake holds a cell (`owner`) and for how many more moves
 (`life`, the length at the head, counting down toward the tail). A move is then a count-down
 over the board, so tails follow without a per-snake body list, and a snake that eats simply
 stops one count (Battlesnake's stacked tail). Every rule is an elementwise mask or a reduction
 over cells and snakes: no scatter or gather under `vmap`, which XLA runs slowly on CPU.
+The rules, stage by stage, and how they are checked against the engine's own games: docs/arena.md.
 """
 
 from __future__ import annotations
 
-import math
+import itertools
 
 import jax
 import jax.numpy as jnp
@@ -22,10 +23,14 @@ from jaxrl.envs.checks import COUNT, FINITE, SHARE, check, check_int_setting, wh
 from jaxrl.envs.kernels import DCOL, DROW, hash32, mix, pick
 from jaxrl.envs.spaces import agents_box
 
-CHANNELS = ("own body", "other bodies", "other heads", "heads at least as long", "food", "wall", "health")
-SPAWN_CAP = 3  # food spawned per step at most: a larger shortfall below min_food is filled over the next steps
+CHANNELS = ("own body", "other bodies", "other heads", "heads at least as long", "food", "wall", "health", "hazard")
+RULESETS = ("standard", "solo", "wrapped", "constrictor", "wrapped_constrictor", "royale")
+# An elimination's cause, coded as the engine names it (index 0: not eliminated).
+CAUSES = ("", "snake-collision", "snake-self-collision", "out-of-health", "head-collision", "wall-collision", "hazard")
+SNAKE_HIT, SELF_HIT, STARVED, HEAD_HIT, WALL_HIT, HAZARD = range(1, 7)
 FAR = 10_000  # a weight above any path length
 LETTERS = "abcdefghijklmnopqrstuvwxyz012345"  # render_text and captions: snake k's letter (upper case: its head)
+PERMUTATIONS = tuple(itertools.permutations(range(4)))  # the engine's shuffles of 4 start places
 # render_rgb: the first learner green, then distinct hues; red is kept for food.
 SNAKE_COLOURS = [
     (60, 220, 90),
@@ -44,6 +49,7 @@ class EnvState(environment.EnvState):
     owner: jax.Array  # (cells,) int8, the snake holding the cell; -1 free
     life: jax.Array  # (cells,) int16, moves until the cell frees (the head: the snake's length); 0 free
     food: jax.Array  # (cells,) bool
+    hazard: jax.Array  # (cells,) bool
     head: jax.Array  # (snakes,) int32, cell index row * size + col (stale once the snake is dead)
     heading: jax.Array  # (snakes,) int32, the last move (0 up, 1 right, 2 down, 3 left)
     length: jax.Array  # (snakes,) int32
@@ -53,8 +59,11 @@ class EnvState(environment.EnvState):
     greedy: jax.Array  # (snakes,) bool, a bot that plays greedy (else random_safe); drawn per game
     policy: jax.Array  # (snakes,) bool, a bot the frozen policy drives (env.bot_policy); drawn per game
     placement: jax.Array  # (snakes,) int32, 1 + snakes that outlived it (0 while alive; 1 for a survivor)
-    kills: jax.Array  # (snakes,) int32, snakes that died running into this one (its body, or its head when longer)
-    time: jax.Array  # () int32, steps since the reset
+    kills: jax.Array  # (snakes,) int32, snakes whose elimination the engine credits to this one
+    cause: jax.Array  # (snakes,) int8, why it was eliminated: an index into CAUSES (0 while alive)
+    killer: jax.Array  # (snakes,) int8, the snake the engine credits with it (itself for its own body); -1 none
+    sides: jax.Array  # (2 * size,) int8, royale: the side each shrink moves in (0 left, 1 right, 2 bottom, 3 top)
+    time: jax.Array  # () int32, steps since the reset (the engine's turn)
 
 
 @struct.dataclass
@@ -65,8 +74,10 @@ class EnvParams(environment.EnvParams):
     policy_share: float = 0.0  # chance that a game's bots are the frozen policy of bot_policy (1 when it is set)
     start_length: int = 3  # a new snake: this many segments stacked on its start cell
     max_health: int = 100  # health at the start and after eating; -1 per step, a snake at 0 starves
-    min_food: int = 1  # food on the board at least (topped up after each step, up to 3 per step)
-    food_chance: float = 0.15  # per step, with min_food met: the chance of one more food on a free cell
+    min_food: int = 1  # the engine's minimumFood: after each step the food is topped up to this many
+    food_chance: int = 15  # the engine's foodSpawnChance: with min_food met, one more food fires (chance - 1) in 100
+    hazard_damage: int = 14  # the engine's hazardDamagePerTurn: health lost by a head in a hazard (no food there)
+    shrink_every: int = 25  # royale: the safe area shrinks by one row or column every this many turns
     reward_win: float = 1.0  # a learner left alone on the board (the game had 2 or more snakes)
     reward_death: float = -1.0  # a learner's death (leaving the board, a collision, starving)
     reward_food: float = 0.0  # a learner eating
@@ -75,66 +86,91 @@ class EnvParams(environment.EnvParams):
 
 
 class Arena(Env):
-    """`num_snakes` snakes on a `size x size` board, Battlesnake's standard rules, all moving at once.
+    """`num_snakes` snakes on a `size x size` board, all moving at once, by the official Battlesnake engine's rules.
 
     Snakes 0 .. num_agents-1 are the learners; the next `num_bots` (an EnvParams value, so a
     curriculum can change it without recompiling) are driven by bots inside the step; any slots
     beyond sit the game out.
-    Rules (Battlesnake standard): each step every snake moves, loses 1 health, eats food on its new
-        head cell (health back to `max_health`, one segment longer: the tail stays once), then
-        dies by leaving the board, by starving (health 0), by entering a body cell (its own or
-        another's: a tail that moves away this step is free, a tail stacked by eating is not), or
-        head-to-head on one cell (the shorter dies, equal lengths both die). Bodies of snakes dying
-        this step still count for that step's collisions; then they leave the board.
-    Food: at the start one food diagonally beside each snake (toward the centre) and one at the
-        centre if free; after each step topped up to `min_food`, else one more with `food_chance`,
-        each on a uniformly random free cell.
-    Start: snakes on distinct cells of the odd rows and columns (1, 3, 5, ...), a random affine
-        permutation of them, `start_length` segments stacked there, facing a random direction.
+    `ruleset` (the engine's): `standard`, `solo` (the game goes on until no snake is left),
+        `wrapped` (the edges wrap), `constrictor` (every snake grows every turn; no food stays),
+        `wrapped_constrictor`, `royale` (hazards close in from one side every `shrink_every` turns).
+    A turn, stage by stage as the engine runs it: every snake moves (its tail leaves unless
+        stacked) and loses 1 health; a head in a hazard without food loses `hazard_damage` more
+        (at 0 it is out at once); a head on food eats (health back to `max_health`, one segment
+        longer: the tail stacks); then the eliminations, in two passes: first the starved and
+        those off the board, whose bodies then leave; then, against what is left, a head on its
+        own body, on another's body, or on another head at least as long (equal lengths: both).
+        The cause of each and the snake credited with it are kept (`cause`, `killer`, `kills`).
+        Then food: topped up to `min_food` at once, else one more with the engine's chance, on
+        cells free of food and live bodies and not beside a live head.
+    Start (the engine's maps): up to 8 snakes on a board of 7 or more on 8 fixed cells one in
+        from the edges (corners and edge midpoints), 9-16 on a board of 11 or more spread over
+        the quadrants, otherwise distinct random cells with x + y even (not the centre); each
+        `start_length` segments stacked. Food one diagonal from each snake away from the centre
+        (with 4 snakes or fewer, or a board of 11 or more) and one at the centre.
     Bots: `random_safe` moves at random among the moves that do not die for certain this step
         (off the board, into a body cell that stays); `greedy` takes the shortest path to food
         (breadth-first over cells free now or freed this step), never a certain death, and
-        avoids cells next to the head of a longer snake. A game's bots are all greedy
+        avoids cells next to the head of a snake as long or longer. A game's bots are all greedy
         with probability `greedy_share`, else all random_safe.
-    Observation: per learner `(view, view, 7)` uint8 centred on its head and turned so that it
+    Observation: per learner `(view, view, 8)` uint8 centred on its head and turned so that it
         heads up; channels 0 own body (head included), 1 other bodies, 2 other heads, 3 other
-        heads at least as long as it, 4 food, 5 wall (beyond the board), 6 its health as a bar
-        (the first `health` cells in reading order lit, at most view * view); all zeros once it
-        is dead. With `num_agents=K > 1` a leading agent axis: `(K, view, view, 7)`.
-    Actions: per learner `Discrete(3)`: 0 turn left, 1 straight on, 2 turn right (`(K,)` for K learners).
+        heads at least as long as it, 4 food, 5 wall (beyond the board; none when wrapped: the
+        view wraps), 6 its health as a bar (the first `health` cells in reading order lit, at
+        most view * view), 7 hazard; all zeros once it is dead. With `num_agents=K > 1` a
+        leading agent axis: `(K, view, view, 8)`.
+    Actions: per learner `Discrete(4)`: 0 turn left, 1 straight on, 2 turn right, 3 back (into its
+        neck: the engine's self-collision, except from a stacked start) (`(K,)` for K learners).
     Reward: per learner, `reward_death` on the step it dies, `reward_win` on the step it is left
         alone (in a game of 2 or more), `reward_food` for eating, `reward_step` every other live step,
         plus `reward_outlive` for each other snake that dies on a step it survives (a placement
         gained); 0 once dead. `()` for one learner, `(K,)` for K.
-    Termination: at most one snake left (none, in a game of one), or no learner left (nothing
-        learns from the bots' remaining game; its placements are settled). Truncation:
-        `max_steps_in_episode` steps.
+    Termination: the engine's game over (at most one snake left; none in `solo` or a game of one),
+        or no learner left (nothing learns from the bots' remaining game; its placements are
+        settled). Truncation: `max_steps_in_episode` steps.
     Info (per game): `won` (a learner is the last snake), `score` (the learners' mean length),
         `placement` (the learners' mean placement: 1 + the snakes that outlived it; survivors at a
         truncation share 1), `kills` (the learners' kills); per snake `snake_alive`, `snake_length`,
-        `snake_placement`, `snake_kills`, and `winner` (the last snake's index, -1 for none).
+        `snake_placement`, `snake_kills`, `snake_cause`, `snake_killer`, `snake_ate`, and `winner`
+        (the last snake's index, -1 for none).
     """
 
     name = "arena"
-    num_actions = 3
+    num_actions = 4
 
     BOT_SALT = 0x5EED_0004  # the bots' tie-breaks; food draws use FOOD_SALT, the chance of food STEP_SALT
     FOOD_SALT = 0x5EED_0005
+    SIDE_SALT = 0x5EED_0006
 
-    def __init__(self, size: int = 11, num_snakes: int = 4, num_agents: int = 1, view: int = 11, bot_policy: str = ""):
+    def __init__(
+        self,
+        size: int = 11,
+        num_snakes: int = 4,
+        num_agents: int = 1,
+        view: int = 11,
+        bot_policy: str = "",
+        ruleset: str = "standard",
+    ):
         super().__init__()
         if not isinstance(bot_policy, str):  # a ValueError, as for every bad setting (the registry reports those)
             raise ValueError(f"arena bot_policy must be a run directory (a string), got {bot_policy!r}")  # noqa: TRY004
+        if ruleset not in RULESETS:
+            raise ValueError(f"arena ruleset must be one of {', '.join(RULESETS)}, got {ruleset!r}")
         self.bot_policy = bot_policy  # a finished run whose greedy policy drives bots (jaxrl loads it: with_bot_policy)
+        self.ruleset = ruleset
+        self.wrapped = ruleset in ("wrapped", "wrapped_constrictor")
+        self.constrictor = ruleset in ("constrictor", "wrapped_constrictor")
+        self.royale = ruleset == "royale"
+        self.solo = ruleset == "solo"
         self._policy = None
         self._versus = False  # every seat's action given (`versus`)
         check_int_setting("arena size", size, 5, 32)
         check_int_setting("arena num_snakes", num_snakes, 1, 32)
-        starts = (size // 2) ** 2
-        if num_snakes > starts:
+        most = self.most_snakes(size)
+        if num_snakes > most:
             raise ValueError(
-                f"arena size={size} is too small for num_snakes={num_snakes}: it has {starts} start cells"
-                f" (odd rows and columns); use size >= {2 * math.isqrt(num_snakes - 1) + 2}"
+                f"arena size={size} is too small for num_snakes={num_snakes}: it has {most} start cells"
+                " (cells with x + y even, not the centre)"
             )
         check_int_setting("arena num_agents (learners)", num_agents, 1, num_snakes, "num_snakes")
         if not isinstance(view, int) or isinstance(view, bool) or not 3 <= view <= 63 or view % 2 == 0:
@@ -154,13 +190,22 @@ class Arena(Env):
             jnp.asarray((np.rot90(cells, t) // view) * self._padded_side + np.rot90(cells, t) % view, jnp.int32)
             for t in range(4)
         ]
-        self._starts_per_side = size // 2
-        self._units = tuple(a for a in range(1, starts + 1) if math.gcd(a, starts) == 1)
+        self._start_tables()
+
+    @staticmethod
+    def most_snakes(size: int) -> int:
+        """Snakes a size x size board can start: the engine's random placement's cells (x + y even, not the centre),
+        which is at least its fixed (8) and distributed (16) placements where those apply."""
+        return (size * size + 1) // 2 - 1  # the centre ((size - 1) // 2 twice) is always an even cell
+
+    def cell(self, x: int, y: int) -> int:
+        """The cell index of the engine's point (x, y): x to the right, y up (row 0 is the top)."""
+        return (self.size - 1 - y) * self.size + x
 
     def with_bot_policy(self, policy) -> Arena:
         """This arena with `policy(obs (n, view, view, 7) uint8, key) -> (n,) relative actions` driving the bots
         that `policy_share` hands to it (jaxrl attaches the greedy policy of the `bot_policy` run)."""
-        made = Arena(self.size, self.num_snakes, self.num_agents, self.view, self.bot_policy)
+        made = Arena(self.size, self.num_snakes, self.num_agents, self.view, self.bot_policy, self.ruleset)
         made._policy, made._versus = policy, self._versus
         return made
 
@@ -211,7 +256,10 @@ class Arena(Env):
             ("start_length", lambda x: 1 <= whole(x) <= 1000, "an integer from 1 to 1000"),
             ("max_health", *COUNT),
             ("min_food", lambda x: 0 <= whole(x) <= self.num_cells, f"an integer from 0 to {self.num_cells}"),
-            (("greedy_share", "food_chance", "policy_share"), *SHARE),
+            ("food_chance", lambda x: 0 <= whole(x) <= 100, "an integer percent from 0 to 100 (the engine's 15)"),
+            ("hazard_damage", lambda x: 0 <= whole(x) <= 1000, "an integer from 0 to 1000"),
+            ("shrink_every", lambda x: 1 <= whole(x) <= 100_000, "an integer from 1"),
+            (("greedy_share", "policy_share"), *SHARE),
             *(() if self.bot_policy else (share_unused,)),
             (("reward_win", "reward_death", "reward_food", "reward_step", "reward_outlive"), *FINITE),
         )
@@ -231,6 +279,8 @@ class Arena(Env):
     def _target(self, head: jax.Array, direction: jax.Array) -> jax.Array:
         """The cell one move from `head` in `direction`, -1 off the board (elementwise)."""
         row, col = head // self.size + pick(DROW, direction), head % self.size + pick(DCOL, direction)
+        if self.wrapped:
+            row, col = row % self.size, col % self.size
         inside = (row >= 0) & (row < self.size) & (col >= 0) & (col < self.size)
         return jnp.where(inside, row * self.size + col, -1)
 
@@ -239,15 +289,39 @@ class Arena(Env):
         return hash32(mix(key, salt) ^ (self._cells.astype(jnp.uint32) * jnp.uint32(0x9E3779B9)))
 
     def _spawn(self, food: jax.Array, free: jax.Array, count: jax.Array, noise: jax.Array) -> jax.Array:
-        """`food` with up to SPAWN_CAP more (the first `count`), each on a uniformly random free cell:
-        the free cell with the largest random word (a reduction; no prefix count)."""
-        for j in range(SPAWN_CAP):
-            word = hash32(noise ^ jnp.uint32(0x27D4EB2F * (j + 1) & 0xFFFFFFFF))
+        """`food` with `count` more (fewer where fewer cells are free), each on a uniformly random free cell
+        without replacement: the free cell with the largest random word, round by round (a reduction; no
+        prefix count). One round runs always; more only while some game still needs one."""
+
+        def place(j, food, free, count):
+            word = hash32(noise ^ hash32(jnp.uint32(0x27D4EB2F) * (j.astype(jnp.uint32) + 1)))
             score = jnp.where(free, (word >> 1).astype(jnp.int32), -1)
-            place = (j < count) & (jnp.max(score) >= 0)
-            chosen = (self._cells == jnp.argmax(score)) & place
-            food, free = food | chosen, free & ~chosen
-        return food
+            chosen = (self._cells == jnp.argmax(score)) & (j < count) & (jnp.max(score) >= 0)
+            return food | chosen, free & ~chosen
+
+        food, free = place(jnp.int32(0), food, free, count)
+
+        def more(carry):
+            j, food, free = carry
+            return (j + 1, *place(j, food, free, count))
+
+        def needed(carry):
+            j, _, free = carry
+            return jnp.any((j < count) & jnp.any(free))
+
+        return jax.lax.while_loop(needed, more, (jnp.int32(1), food, free))[1]
+
+    def _near(self, cells: jax.Array) -> jax.Array:
+        """(cells,) bool: the 4 neighbours of the given cells on the board (never across an edge, as the engine's
+        food rule reads them even when the edges wrap)."""
+        n = self.size
+        b = cells.reshape(n, n)
+        no_row, no_col = jnp.zeros((1, n), bool), jnp.zeros((n, 1), bool)
+        up = jnp.concatenate([b[1:], no_row])
+        down = jnp.concatenate([no_row, b[:-1]])
+        left = jnp.concatenate([b[:, 1:], no_col], axis=1)
+        right = jnp.concatenate([no_col, b[:, :-1]], axis=1)
+        return (up | down | left | right).reshape(-1)
 
     # -- bots -------------------------------------------------------------------------
 
@@ -297,7 +371,7 @@ class Arena(Env):
 
         A move dies for certain when it leaves the board or enters a cell whose count stays above 0
         (life >= 2). Each bot ranks its three forward moves: certain death last, then (greedy) a cell
-        next to the head of a longer snake, then (greedy) the path length to food; ties at random.
+        next to the head of a snake as long or longer, then (greedy) the path length to food; ties at random.
         """
         turns = [(state.heading + t) % 4 for t in (-1, 0, 1)]  # left, straight, right
         targets = [self._target(state.head, d) for d in turns]
@@ -305,7 +379,10 @@ class Arena(Env):
         dist = self.food_distance(state, jnp.concatenate(targets))
         jitter = (self.uniform(key, self.BOT_SALT, 3 * self.num_snakes).reshape(3, -1) * 0.5).astype(jnp.float32)
         rows, cols = state.head // self.size, state.head % self.size
-        rivals = state.alive[None, :] & (state.length[None, :] > state.length[:, None])  # (me, them): longer
+        rivals = state.alive[None, :] & (
+            state.length[None, :] >= state.length[:, None]
+        )  # (me, them): as long or longer
+        rivals = rivals & ~jnp.eye(self.num_snakes, dtype=bool)
         scores = []
         for i, target in enumerate(targets):
             dies = (target < 0) | self._at(stays, target)
@@ -348,60 +425,96 @@ class Arena(Env):
         direction = jnp.concatenate([learners, self.bot_directions(key, state)[self.num_agents :]])
         return self.advance(key, state, direction, params)
 
+    def _bits(self, mask: jax.Array) -> jax.Array:
+        """() uint32 with bit k set for each snake k in `mask`."""
+        return jnp.sum(jnp.where(mask, jnp.uint32(1) << jnp.arange(self.num_snakes, dtype=jnp.uint32), 0))
+
+    def _of(self, bits: jax.Array, owner: jax.Array) -> jax.Array:
+        """(cells,) bool: the cell's owner is one of the snakes in `bits` (False on free cells)."""
+        return (owner >= 0) & (((bits >> jnp.maximum(owner, 0).astype(jnp.uint32)) & 1) == 1)
+
     def advance(self, key: jax.Array, state: EnvState, direction: jax.Array, params: EnvParams):
-        """One step with every snake's absolute direction given (learners' and bots' alike)."""
+        """One turn with every snake's absolute direction given (learners' and bots' alike), stage by stage
+        as the engine runs it (the class docstring; docs/arena.md)."""
+        ids = jnp.arange(self.num_snakes)
         moving = state.alive
         head = self._target(state.head, direction)
         off = moving & (head < 0)
         hit = (self._cells[None, :] == head[:, None]) & moving[:, None]  # (snakes, cells) the new heads
-        # Move: every body count goes down; a count of 1 is a tail that frees now.
+        # Move: every body count goes down (a count of 1 is a tail that frees now); health -1.
         life = jnp.where(state.life > 1, state.life - 1, 0).astype(jnp.int16)
-        health = state.health - 1
-        # Feed: a snake on food grows; its segments stay one move longer (the stacked tail).
-        eats = jnp.any(hit & state.food[None, :], axis=1)
-        food = state.food & ~jnp.any(hit & eats[:, None], axis=0)
-        eat_bits = jnp.sum(jnp.where(eats, jnp.uint32(1) << jnp.arange(self.num_snakes, dtype=jnp.uint32), 0))
-        grows = (life > 0) & (((eat_bits >> jnp.maximum(state.owner, 0).astype(jnp.uint32)) & 1) == 1)
-        life = life + grows.astype(jnp.int16)
         owner = jnp.where(life > 0, state.owner, jnp.int8(-1))
+        health = state.health - 1
+        # Hazard damage, unless food lies there; at 0 the snake is out at once (it neither eats nor collides).
+        burns = jnp.any(hit & (state.hazard & ~state.food)[None, :], axis=1)
+        health = jnp.where(burns, jnp.clip(health - params.hazard_damage, 0, params.max_health), health)
+        burned = moving & burns & (health <= 0)
+        feeding = moving & ~burned
+        # Feed: each food under a head is eaten; every snake on it grows (its cells stay one move longer).
+        eats = jnp.any(hit & state.food[None, :], axis=1) & feeding
+        food = state.food & ~jnp.any(hit & eats[:, None], axis=0)
+        life = life + self._of(self._bits(eats), owner).astype(jnp.int16)
         length = state.length + eats
         health = jnp.where(eats, params.max_health, health)
-        # Food spawns before the eliminations (the dying still hold their cells).
-        u = self.uniform(key, self.STEP_SALT, 1)[0]
-        shortfall = jnp.maximum(params.min_food - jnp.sum(food), 0)
-        count = jnp.where(shortfall > 0, shortfall, (u < params.food_chance).astype(jnp.int32))
-        free = (life == 0) & ~food & ~jnp.any(hit, axis=0)
-        food = self._spawn(food, free, count, self._random_cells(key, self.FOOD_SALT))
-        # Eliminate: off the board, starved, into a body, or head-to-head with one at least as long.
-        bitten = jnp.any(hit & (life > 0)[None, :], axis=1)
-        bitten_by = self._at(owner.astype(jnp.int32), head)
-        meets = (head[:, None] == head[None, :]) & moving[:, None] & moving[None, :] & (head[:, None] >= 0)
+        # Eliminations, first pass: out of health, then off the board; their bodies leave before the second.
+        starved = feeding & (health <= 0)
+        walled = feeding & ~starved & off
+        first = burned | starved | walled
+        left = moving & ~first
+        owner = jnp.where(self._of(self._bits(first), owner), jnp.int8(-1), owner)
+        life = jnp.where(owner >= 0, life, jnp.int16(0))
+        # Second pass, against that board, all decided before any is applied: own body, another's, head to head.
+        at_head = self._at(owner.astype(jnp.int32) + 1, head) - 1  # who holds the cell each head entered
+        self_hit = left & (at_head == ids)
+        body_hit = left & ~self_hit & (at_head >= 0)
+        meets = (head[:, None] == head[None, :]) & left[:, None] & left[None, :] & (head[:, None] >= 0)
         meets = meets & ~jnp.eye(self.num_snakes, dtype=bool)  # (me, them)
-        loses = jnp.any(meets & (length[None, :] >= length[:, None]), axis=1)
-        dies = moving & (off | (health <= 0) | bitten | loses)
+        beaten = meets & (length[None, :] >= length[:, None])
+        head_hit = left & ~self_hit & ~body_hit & jnp.any(beaten, axis=1)
+        # The engine credits the longest such head (the first in index order among equals).
+        rank = jnp.where(beaten, length[None, :] * 64 - ids[None, :], -1)
+        by_head = jnp.argmax(rank, axis=1)
+        dies = first | self_hit | body_hit | head_hit
+        cause = jnp.select(
+            [burned, starved, walled, self_hit, body_hit, head_hit],
+            [HAZARD, STARVED, WALL_HIT, SELF_HIT, SNAKE_HIT, HEAD_HIT],
+            0,
+        ).astype(jnp.int8)
+        killer = jnp.select([self_hit, body_hit, head_hit], [ids, at_head, by_head], -1).astype(jnp.int8)
+        credited = dies & (killer.astype(jnp.int32) != ids) & (killer >= 0)
+        kills = state.kills + jnp.sum(credited[:, None] & (killer[:, None] == ids[None, :]), axis=0)
         alive = moving & ~dies
-        ids = jnp.arange(self.num_snakes)
-        by_body = dies & bitten & (bitten_by != ids)
-        kills = state.kills + jnp.sum(by_body[:, None] & (bitten_by[:, None] == ids[None, :]), axis=0)
-        kills = kills + jnp.sum(meets & dies[:, None] & (length[None, :] > length[:, None]), axis=0)
         # The dead leave the board; survivors' heads take their cells.
-        dead_bits = jnp.sum(jnp.where(dies, jnp.uint32(1) << ids.astype(jnp.uint32), 0))
-        gone = (owner >= 0) & (((dead_bits >> jnp.maximum(owner, 0).astype(jnp.uint32)) & 1) == 1)
+        gone = self._of(self._bits(dies), owner)
         owner, life = jnp.where(gone, jnp.int8(-1), owner), jnp.where(gone, jnp.int16(0), life)
         for k in range(self.num_snakes):
             here = hit[k] & alive[k]
             owner = jnp.where(here, jnp.int8(k), owner)
             life = jnp.where(here, length[k].astype(jnp.int16), life)
-        left = jnp.sum(alive)
-        placement = jnp.where(dies, 1 + left, state.placement)
+        if self.constrictor:  # no food stays; every snake is fed and grows unless its tail is stacked already
+            food = jnp.zeros_like(food)
+            owner, life, length, health = self._constrict(owner, life, length, health, alive, params)
+        time = state.time + 1
+        hazard = self._royale_hazards(state.sides, time, params) if self.royale else state.hazard
+        # Food, on cells free of food and live bodies and not beside a live head.
+        heads = jnp.any(hit & alive[:, None], axis=0)
+        free = (owner < 0) & ~food & ~self._near(heads)
+        chance = (100 - jnp.minimum((self.uniform(key, self.STEP_SALT, 1)[0] * 100).astype(jnp.int32), 99)) < (
+            params.food_chance
+        )
+        shortfall = params.min_food - jnp.sum(food)
+        count = jnp.where(shortfall > 0, shortfall, (chance & (params.food_chance > 0)).astype(jnp.int32))
+        food = self._spawn(food, free, count, self._random_cells(key, self.FOOD_SALT))
+        remaining = jnp.sum(alive)
+        placement = jnp.where(dies, 1 + remaining, state.placement)
         in_game = jnp.sum(state.playing)
-        learners = alive[: self.num_agents]
-        over = (left <= jnp.where(in_game > 1, 1, 0)) | ~jnp.any(learners)
+        over = (remaining <= self._last(in_game)) | ~jnp.any(alive[: self.num_agents])
         placement = jnp.where(over & alive, 1, placement)
         new_state = state.replace(
             owner=owner,
             life=life,
             food=food,
+            hazard=hazard,
             head=jnp.where(alive, head, state.head),
             heading=jnp.where(moving, direction, state.heading),
             length=length,
@@ -409,10 +522,34 @@ class Arena(Env):
             alive=alive,
             placement=placement,
             kills=kills,
-            time=state.time + 1,
+            cause=jnp.where(dies, cause, state.cause),
+            killer=jnp.where(dies, killer, state.killer),
+            time=time,
         )
-        won = over & alive & (in_game > 1) & (left == 1)
+        won = over & alive & (in_game > 1) & (remaining == 1)
         return self._outcome(new_state, state, params, eats, dies, won, over)
+
+    def _last(self, in_game: jax.Array) -> jax.Array:
+        """Snakes left at which the game is over: 1, or 0 in solo and in a game of one."""
+        return jnp.where((in_game > 1) & (not self.solo), 1, 0)
+
+    def _constrict(self, owner, life, length, health, alive, params):
+        """Constrictor's after-turn stage: every live snake's health back to full, and one segment longer unless
+        its tail is stacked already (no cell of its own counts 1)."""
+        tails = jnp.stack([jnp.any((owner == k) & (life == 1)) for k in range(self.num_snakes)])
+        grows = alive & tails
+        life = life + self._of(self._bits(grows), owner).astype(jnp.int16)
+        return owner, life, length + grows, jnp.where(alive, params.max_health, health)
+
+    def _royale_hazards(self, sides: jax.Array, time: jax.Array, params: EnvParams) -> jax.Array:
+        """(cells,) royale's hazards at turn `time`: every cell outside the safe area, which has moved in by one
+        from sides[i] for each of the time // shrink_every shrinks so far."""
+        shrinks = jnp.where(params.shrink_every > 0, time // jnp.maximum(params.shrink_every, 1), 0)
+        done = jnp.arange(sides.shape[0]) < shrinks
+        moved = [jnp.sum(done & (sides == s)) for s in range(4)]  # left, right, bottom, top
+        x, y = self._cells % self.size, self.size - 1 - self._cells // self.size
+        safe = (x >= moved[0]) & (x <= self.size - 1 - moved[1]) & (y >= moved[2]) & (y <= self.size - 1 - moved[3])
+        return ~safe & (shrinks > 0)
 
     def _outcome(self, new: EnvState, old: EnvState, params: EnvParams, eats, dies, won, over):
         """(obs, state, reward, terminated, info) of a step from its per-snake events."""
@@ -434,53 +571,152 @@ class Arena(Env):
             "snake_length": new.length,
             "snake_placement": new.placement,
             "snake_kills": new.kills,
+            "snake_cause": new.cause.astype(jnp.int32),
+            "snake_killer": new.killer.astype(jnp.int32),
+            "snake_ate": eats,
             "winner": winner.astype(jnp.int32),
         }
         reward = reward[0] if n == 1 else reward
         return self.get_obs(new), new, reward, over, info
 
-    def reset_env(self, key: jax.Array, params: EnvParams):
-        u = self.uniform(key, self.RESET_SALT, 4 + self.num_snakes)
-        points = self._starts_per_side**2
+    def _start_tables(self) -> None:
+        """Static tables of the engine's start places (its maps' snake placement), as cell indices."""
+        n = self.size
+        mn, md, mx = 1, (n - 1) // 2, n - 2
+        corners = [self.cell(x, y) for x, y in ((mn, mn), (mn, mx), (mx, mn), (mx, mx))]
+        cardinals = [self.cell(x, y) for x, y in ((mn, md), (md, mn), (md, mx), (mx, md))]
+        perms = np.array(PERMUTATIONS)
+        self._corner_orders = np.array(corners)[perms]  # (24, 4): each shuffle of the corners
+        self._cardinal_orders = np.array(cardinals)[perms]
+        h, v = (n // 2) // 3, (n // 2) // 3
+        first = [(h, v), (n // 2 - h, v), (h, n // 2 - v), (n // 2 - h, n // 2 - v)]
+        quads = [
+            [(x, y) for x, y in first],
+            [(n - 1 - x, y) for x, y in first],
+            [(x, n - 1 - y) for x, y in first],
+            [(n - 1 - x, n - 1 - y) for x, y in first],
+        ]
+        self._quad_orders = np.stack([np.array([self.cell(x, y) for x, y in q])[perms] for q in quads])  # (4, 24, 4)
+        centre = (n - 1) // 2
+        even = [self.cell(x, y) for y in range(n) for x in range(n) if (x + y) % 2 == 0 and (x, y) != (centre, centre)]
+        self._even = np.array(even)
+        self._units = tuple(a for a in range(1, len(even) + 1) if np.gcd(a, len(even)) == 1)
+
+    def _placement(self, key: jax.Array, playing: jax.Array) -> jax.Array:
+        """(snakes,) start cells by the engine's placement for this game's number of snakes."""
+        n, slots = self.size, self.num_snakes
+        ids = jnp.arange(slots)
+        count = jnp.sum(playing)
+        u = self.uniform(key, self.RESET_SALT ^ 0x51, 8)
+        perm = lambda x: jnp.minimum((x * 24).astype(jnp.int32), 23)  # noqa: E731
+        choose = lambda table, i: jnp.sum(jnp.where(jnp.arange(24) == i, table, 0))  # noqa: E731
+        # Random: distinct cells with x + y even, not the centre (an affine permutation of them).
+        points = len(self._even)
         unit = pick(self._units, jnp.minimum((u[0] * len(self._units)).astype(jnp.int32), len(self._units) - 1))
         offset = jnp.minimum((u[1] * points).astype(jnp.int32), points - 1)
+        index = (unit * ids + offset) % points
+        cells = jnp.sum(jnp.where(jnp.arange(points)[None, :] == index[:, None], jnp.asarray(self._even)[None], 0), 1)
+        if n >= 11 and slots > 8:  # 9-16 snakes: the quadrants in turn from a random one, a random place in each
+            quad0 = jnp.minimum((u[2] * 4).astype(jnp.int32), 3)
+            orders = [[choose(self._quad_orders[q][:, j], perm(u[3 + q])) for j in range(4)] for q in range(4)]
+            spread = []
+            for i in range(min(slots, 16)):
+                q = (quad0 + i) % 4
+                spread.append(
+                    jnp.select([q == 0, q == 1, q == 2], [orders[j][i // 4] for j in range(3)], orders[3][i // 4])
+                )
+            spread = jnp.stack(spread + [cells[len(spread) :][j] for j in range(slots - len(spread))])
+            cells = jnp.where((count > 8) & (count <= 16), spread, cells)
+        if n >= 7:  # up to 8: corners and edge midpoints, each shuffled; a coin says which group comes first
+            corner = [choose(self._corner_orders[:, j], perm(u[3])) for j in range(4)]
+            cardinal = [choose(self._cardinal_orders[:, j], perm(u[4])) for j in range(4)]
+            heads = u[5] < 0.5
+            fixed = [jnp.where(heads, a, b) for a, b in zip(corner, cardinal)]
+            fixed += [jnp.where(heads, b, a) for a, b in zip(corner, cardinal)]
+            fixed = jnp.stack(fixed[:slots] + [cells[8:][j] for j in range(max(slots - 8, 0))])
+            cells = jnp.where(count <= 8, fixed, cells)
+        return cells.astype(jnp.int32)
+
+    def _start_food(self, key: jax.Array, head: jax.Array, playing: jax.Array) -> jax.Array:
+        """(cells,) the engine's start food: on a board of 7 or more, one diagonal from each snake (with 4
+        snakes or fewer, or 121 cells or more), away from the centre on some axis, never a corner, the centre
+        or food already placed, and then the centre; on smaller boards one per snake on random free cells."""
+        n = self.size
+        centre = (n - 1) // 2
+        count = jnp.sum(playing)
+        if n < 7:
+            heads = jnp.any((self._cells[None, :] == head[:, None]) & playing[:, None], axis=0)
+            free = ~heads & ~self._near(heads)
+            return self._spawn(jnp.zeros(self.num_cells, bool), free, count, self._random_cells(key, self.FOOD_SALT))
+        u = self.uniform(key, self.FOOD_SALT, self.num_snakes)
+        x, y = head % n, n - 1 - head // n
+        placed = []  # each snake's food cell (-1 none)
+        for k in range(self.num_snakes):
+            options = []
+            for dx, dy in ((-1, -1), (-1, 1), (1, -1), (1, 1)):
+                fx, fy = x[k] + dx, y[k] + dy
+                away = ((fx < x[k]) & (x[k] < centre)) | ((centre < x[k]) & (x[k] < fx))
+                away = away | ((fy < y[k]) & (y[k] < centre)) | ((centre < y[k]) & (y[k] < fy))
+                corner = ((fx == 0) | (fx == n - 1)) & ((fy == 0) | (fy == n - 1))
+                middle = (fx == centre) & (fy == centre)
+                inside = (fx >= 0) & (fx < n) & (fy >= 0) & (fy < n)
+                cell = (n - 1 - fy) * n + fx
+                taken = jnp.any(jnp.stack([c == cell for c in placed])) if placed else False
+                options.append((away & ~corner & ~middle & inside & ~taken, cell))
+            ok = [o.astype(jnp.int32) for o, _ in options]
+            total = sum(ok)
+            pick_at = jnp.minimum((u[k] * total).astype(jnp.int32), jnp.maximum(total - 1, 0))
+            chosen = sum(
+                jnp.where((o == 1) & (sum(ok[:i]) == pick_at), c, 0) for i, (o, (_, c)) in enumerate(zip(ok, options))
+            )
+            wanted = playing[k] & (total > 0) & ((count <= 4) | (n * n >= 121))
+            placed.append(jnp.where(wanted, chosen, -1))
+        food = jnp.any(self._cells[None, :] == jnp.stack(placed)[:, None], axis=0)
+        middle = (self._cells == centre * n + centre) & ~jnp.any(self._cells[None, :] == head[:, None], axis=0)
+        return food | middle
+
+    def reset_env(self, key: jax.Array, params: EnvParams):
+        u = self.uniform(key, self.RESET_SALT, 4 + self.num_snakes)
         ids = jnp.arange(self.num_snakes)
-        point = (unit * ids + offset) % points  # distinct: an affine map with a unit is a permutation
-        row, col = 1 + 2 * (point // self._starts_per_side), 1 + 2 * (point % self._starts_per_side)
-        head = row * self.size + col
         playing = ids < self.num_agents + jnp.clip(params.num_bots, 0, self.num_snakes - self.num_agents)
-        heading = jnp.minimum((u[4:] * 4).astype(jnp.int32), 3)
+        head = self._placement(key, playing)
+        heading = jnp.minimum((u[4:] * 4).astype(jnp.int32), 3)  # the view's turn until the first move
         hit = (self._cells[None, :] == head[:, None]) & playing[:, None]
         owner = jnp.max(jnp.where(hit, ids[:, None], -1), axis=0).astype(jnp.int8)
         start = jnp.maximum(params.start_length, 1)
         life = jnp.where(owner >= 0, start, 0).astype(jnp.int16)
-        # Food: one diagonally beside each snake, toward the centre, and one at the centre if free.
-        centre = (self.size - 1) / 2
-        beside = (row + jnp.where(row < centre, 1, -1)) * self.size + col + jnp.where(col < centre, 1, -1)
-        food = jnp.any((self._cells[None, :] == beside[:, None]) & playing[:, None], axis=0)
-        middle = (self.size // 2) * self.size + self.size // 2
-        food = food | ((self._cells == middle) & (owner < 0))
+        length = jnp.full(self.num_snakes, start, jnp.int32)
+        health = jnp.full(self.num_snakes, params.max_health, jnp.int32)
+        food = self._start_food(key, head, playing)
+        if self.constrictor:
+            food = jnp.zeros_like(food)
+            owner, life, length, health = self._constrict(owner, life, length, health, playing, params)
+        words = hash32(mix(key, self.SIDE_SALT) ^ jnp.arange(2 * self.size, dtype=jnp.uint32) * jnp.uint32(0x9E3779B9))
         state = EnvState(
             owner=owner,
             life=life,
             food=food,
-            head=head.astype(jnp.int32),
+            hazard=jnp.zeros(self.num_cells, bool),
+            head=head,
             heading=heading,
-            length=jnp.full(self.num_snakes, start, jnp.int32),
-            health=jnp.full(self.num_snakes, params.max_health, jnp.int32),
+            length=length,
+            health=health,
             alive=playing,
             playing=playing,
             greedy=jnp.broadcast_to(u[2] < params.greedy_share, (self.num_snakes,)) & (ids >= self.num_agents),
             policy=jnp.broadcast_to(u[3] < params.policy_share, (self.num_snakes,)) & (ids >= self.num_agents),
             placement=jnp.zeros(self.num_snakes, jnp.int32),
             kills=jnp.zeros(self.num_snakes, jnp.int32),
+            cause=jnp.zeros(self.num_snakes, jnp.int8),
+            killer=jnp.full(self.num_snakes, -1, jnp.int8),
+            sides=(words % 4).astype(jnp.int8),
             time=jnp.int32(0),
         )
         return self.get_obs(state), state
 
     def is_terminal(self, state: EnvState, params: EnvParams) -> jax.Array:
         left = jnp.sum(state.alive)
-        return (left <= jnp.where(jnp.sum(state.playing) > 1, 1, 0)) | ~jnp.any(state.alive[: self.num_agents])
+        return (left <= self._last(jnp.sum(state.playing))) | ~jnp.any(state.alive[: self.num_agents])
 
     def is_truncated(self, state: EnvState, params: EnvParams) -> jax.Array:
         return state.time >= params.max_steps_in_episode
@@ -492,7 +728,7 @@ class Arena(Env):
         return views[0] if self.num_agents == 1 else views
 
     def views(self, state: EnvState, snakes: tuple[int, ...]) -> jax.Array:
-        """(len(snakes), view, view, 7) uint8: what each of those snakes sees (a learner's observation; a
+        """(len(snakes), view, view, 8) uint8: what each of those snakes sees (a learner's observation; a
         policy bot's input). One int32 word per cell (owner + 1, head, food, the head's length), cropped
         and turned once per snake, then a compare per channel."""
         heads = jnp.any(
@@ -504,9 +740,13 @@ class Arena(Env):
             | (heads.astype(jnp.int32) << 6)
             | (state.food.astype(jnp.int32) << 7)
             | (jnp.minimum(head_length, 1023) << 8)
+            | (state.hazard.astype(jnp.int32) << 19)
         ).reshape(self.size, self.size)
         wall = jnp.int32(1 << 18)
-        padded = jnp.pad(word, self.half, constant_values=wall).reshape(-1)
+        if self.wrapped:  # no walls: the view goes on across each edge
+            padded = jnp.pad(word, self.half, mode="wrap").reshape(-1)
+        else:
+            padded = jnp.pad(word, self.half, constant_values=wall).reshape(-1)
         views = []
         for k in snakes:
             # One gather per snake: its crop already turned, from a static table of offsets per heading.
@@ -525,6 +765,7 @@ class Arena(Env):
                 (crop >> 7) & 1 == 1,
                 (crop & wall) != 0,
                 self._reading_order < state.health[k],  # a health bar: one cell per point
+                (crop >> 19) & 1 == 1,
             ]
             view = jnp.stack(planes, axis=-1) & state.alive[k]
             views.append(view.astype(jnp.uint8))
@@ -547,9 +788,13 @@ class Arena(Env):
         heading: list[int] | None = None,
         bots: str = "greedy",
         time: int = 0,
+        hazards: list[tuple[int, int]] = (),
+        playing: list[bool] | None = None,
+        sides: list[int] | None = None,
     ) -> EnvState:
-        """A state from each snake's cells, head first (a cell may repeat: a stacked tail); an empty
-        list is a snake out of the game. For tests and replays."""
+        """A state from each snake's cells as (row, col), head first (a cell may repeat: a stacked tail); an
+        empty list is a snake not on the board: out of the game, or out already where `playing` (default:
+        the snakes with cells) says it played. `sides` is royale's order of shrinks. For tests and replays."""
         if len(snakes) != self.num_snakes:
             raise ValueError(f"give {self.num_snakes} snakes (an empty list for one out of the game)")
         owner = np.full(self.num_cells, -1, np.int8)
@@ -563,23 +808,31 @@ class Arena(Env):
         board = np.zeros(self.num_cells, bool)
         for r, c in food:
             board[r * self.size + c] = True
-        playing = np.array([len(s) > 0 for s in snakes])
+        danger = np.zeros(self.num_cells, bool)
+        for r, c in hazards:
+            danger[r * self.size + c] = True
+        live = np.array([len(s) > 0 for s in snakes])
+        playing = live if playing is None else np.asarray(playing, bool) | live
         heads = [s[0][0] * self.size + s[0][1] if s else 0 for s in snakes]
         ids = np.arange(self.num_snakes)
         return EnvState(
             owner=jnp.array(owner),
             life=jnp.array(life),
             food=jnp.array(board),
+            hazard=jnp.array(danger),
             head=jnp.array(heads, jnp.int32),
             heading=jnp.array(heading if heading is not None else [0] * self.num_snakes, jnp.int32),
             length=jnp.array([len(s) for s in snakes], jnp.int32),
             health=jnp.array(health if health is not None else [100] * self.num_snakes, jnp.int32),
-            alive=jnp.array(playing),
+            alive=jnp.array(live),
             playing=jnp.array(playing),
             greedy=jnp.array((ids >= self.num_agents) & (bots == "greedy")),
             policy=jnp.array((ids >= self.num_agents) & (bots == "policy")),
             placement=jnp.zeros(self.num_snakes, jnp.int32),
             kills=jnp.zeros(self.num_snakes, jnp.int32),
+            cause=jnp.zeros(self.num_snakes, jnp.int8),
+            killer=jnp.full(self.num_snakes, -1, jnp.int8),
+            sides=jnp.array(sides if sides is not None else [0] * (2 * self.size), jnp.int8),
             time=jnp.int32(time),
         )
 

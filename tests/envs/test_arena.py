@@ -43,7 +43,8 @@ def test_head_to_head_of_equal_lengths_kills_both_and_nobody_wins():
     _, s, _, over, info = advance(env, env.make_state([a, b]), [RIGHT, LEFT])
     assert not np.asarray(s.alive).any() and bool(over)
     assert int(info["winner"]) == -1 and np.asarray(s.placement).tolist() == [1, 1]
-    assert np.asarray(s.kills).tolist() == [0, 0]
+    assert np.asarray(s.kills).tolist() == [1, 1]  # the engine credits each with the other
+    assert np.asarray(s.cause).tolist() == [4, 4] and np.asarray(s.killer).tolist() == [1, 0]
 
 
 def test_eating_before_the_meeting_decides_the_head_to_head():
@@ -114,7 +115,7 @@ def test_the_game_ends_when_no_learner_is_left_and_in_a_solo_game_only_at_death(
 
 def test_food_tops_up_to_the_minimum_on_free_cells_only():
     env = Arena(size=5, num_snakes=2)
-    params = env.default_params.replace(min_food=3, food_chance=0.0)
+    params = env.default_params.replace(min_food=3, food_chance=0)
     # 25 cells: two snakes of 10 and 9 leave 6 free cells after the move (their tails free).
     a = [(0, c) for c in range(5)] + [(1, c) for c in range(4, -1, -1)]  # head (0, 0) ... tail (1, 0)
     b = [(4, c) for c in range(5)] + [(3, c) for c in range(4, 0, -1)]
@@ -129,7 +130,8 @@ def test_food_tops_up_to_the_minimum_on_free_cells_only():
 
 
 def reference_step(size, bodies, health, food, directions, max_health):
-    """Battlesnake's standard turn on body lists (head first): move, health, feed, eliminate."""
+    """The engine's standard turn on body lists (head first): move, health, feed, then the eliminations in
+    two passes (starved and off the board first, their bodies gone before the collisions are judged)."""
     alive = [b is not None for b in bodies]
     heads = {}
     for k, body in enumerate(bodies):
@@ -147,15 +149,14 @@ def reference_step(size, bodies, health, food, directions, max_health):
             eaten.add((r, c))
     for r, c in eaten:
         food[r, c] = False
-    dead = set()
-    for k, (r, c) in heads.items():
-        if not (0 <= r < size and 0 <= c < size) or health[k] <= 0:
+    first = {k for k, (r, c) in heads.items() if health[k] <= 0 or not (0 <= r < size and 0 <= c < size)}
+    left = [k for k in heads if k not in first]
+    dead = set(first)
+    for k in left:
+        if any(heads[k] in bodies[j][1:] for j in left):
             dead.add(k)
-            continue
-        if any((r, c) in other[1:] for other in (bodies[j] for j in heads)):
-            dead.add(k)
-        for j, other_head in heads.items():
-            if j != k and other_head == (r, c) and len(bodies[j]) >= len(bodies[k]):
+        for j in left:
+            if j != k and heads[j] == heads[k] and len(bodies[j]) >= len(bodies[k]):
                 dead.add(k)
     for k in dead:
         bodies[k], alive[k] = None, False
@@ -201,7 +202,19 @@ def test_random_games_follow_the_rules_of_a_body_list_reference(size, num_snakes
             new_food = np.asarray(s.food).reshape(size, size)
             assert (new_food >= food).all(), "food only appears"
             spawned = new_food & ~food
-            assert spawned.sum() <= 3 and not (spawned & (owners(size, bodies) >= 0)).any()
+            taken = owners(size, bodies) >= 0
+            beside = np.zeros_like(taken)
+            for body in bodies:
+                if body is not None:
+                    r, c = body[0]
+                    for dr, dc in ((1, 0), (-1, 0), (0, 1), (0, -1)):
+                        if 0 <= r + dr < size and 0 <= c + dc < size:
+                            beside[r + dr, c + dc] = True
+            need = max(2 - int(food.sum()), 0)
+            assert spawned.sum() == min(need, int((~taken & ~beside & ~food).sum())) or (
+                need == 0 and spawned.sum() <= 1
+            )
+            assert not (spawned & (taken | beside)).any(), "new food lands on free cells, never beside a live head"
             checked += 1
             del dead, over  # the game would end with the learner; the rules go on for the bots
             if sum(alive) <= 1:
@@ -377,7 +390,7 @@ def test_num_bots_and_the_bot_kind_change_without_recompiling():
     "settings,message",
     [
         ({"num_snakes": 40}, "num_snakes must be an integer from 1 to 32"),
-        ({"size": 5, "num_snakes": 5}, "too small for num_snakes=5"),
+        ({"size": 5, "num_snakes": 13}, "too small for num_snakes=13"),
         ({"num_agents": 5}, "num_agents (learners) must be an integer from 1 to num_snakes"),
         ({"view": 4}, "view must be an odd integer"),
         ({"num_bots": 4}, "num_bots=4 is invalid: must be an integer from 0 to num_snakes - num_agents"),
@@ -394,7 +407,7 @@ def test_default_params_fill_the_board_with_bots():
     env, params = envs.make("arena", num_snakes=6, num_agents=2)
     assert isinstance(params, ArenaParams) and params.num_bots == 4
     obs, _ = env.reset(jax.random.key(0), params)
-    assert obs.shape == (2, 11, 11, 7) and obs.dtype == jnp.uint8
+    assert obs.shape == (2, 11, 11, 8) and obs.dtype == jnp.uint8
 
 
 @pytest.mark.slow
