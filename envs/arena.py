@@ -137,6 +137,7 @@ class Arena(Env):
 
     name = "arena"
     num_actions = 4
+    causes = CAUSES  # info["cause"]: why the first learner is out (evaluation counts them)
 
     BOT_SALT = 0x5EED_0004  # the bots' tie-breaks; food draws use FOOD_SALT, the chance of food STEP_SALT
     FOOD_SALT = 0x5EED_0005
@@ -567,6 +568,7 @@ class Arena(Env):
             "score": jnp.mean(new.length[:n].astype(jnp.float32)),
             "placement": jnp.mean(jnp.where(new.placement[:n] > 0, new.placement[:n], 1).astype(jnp.float32)),
             "kills": jnp.sum(new.kills[:n]),
+            "cause": new.cause[0].astype(jnp.int32),  # the first learner's: an index into CAUSES (0 while alive)
             "snake_alive": new.alive,
             "snake_length": new.length,
             "snake_placement": new.placement,
@@ -649,29 +651,39 @@ class Arena(Env):
             free = ~heads & ~self._near(heads)
             return self._spawn(jnp.zeros(self.num_cells, bool), free, count, self._random_cells(key, self.FOOD_SALT))
         u = self.uniform(key, self.FOOD_SALT, self.num_snakes)
-        x, y = head % n, n - 1 - head // n
-        placed = []  # each snake's food cell (-1 none)
-        for k in range(self.num_snakes):
-            options = []
-            for dx, dy in ((-1, -1), (-1, 1), (1, -1), (1, 1)):
-                fx, fy = x[k] + dx, y[k] + dy
-                away = ((fx < x[k]) & (x[k] < centre)) | ((centre < x[k]) & (x[k] < fx))
-                away = away | ((fy < y[k]) & (y[k] < centre)) | ((centre < y[k]) & (y[k] < fy))
-                corner = ((fx == 0) | (fx == n - 1)) & ((fy == 0) | (fy == n - 1))
-                middle = (fx == centre) & (fy == centre)
-                inside = (fx >= 0) & (fx < n) & (fy >= 0) & (fy < n)
-                cell = (n - 1 - fy) * n + fx
-                taken = jnp.any(jnp.stack([c == cell for c in placed])) if placed else False
-                options.append((away & ~corner & ~middle & inside & ~taken, cell))
-            ok = [o.astype(jnp.int32) for o, _ in options]
-            total = sum(ok)
-            pick_at = jnp.minimum((u[k] * total).astype(jnp.int32), jnp.maximum(total - 1, 0))
-            chosen = sum(
-                jnp.where((o == 1) & (sum(ok[:i]) == pick_at), c, 0) for i, (o, (_, c)) in enumerate(zip(ok, options))
+        x, y = (head % n)[:, None], (n - 1 - head // n)[:, None]  # (snakes, 1)
+        fx, fy = x + jnp.array([-1, -1, 1, 1]), y + jnp.array([-1, 1, -1, 1])  # (snakes, 4) the diagonals
+        away = (
+            ((fx < x) & (x < centre))
+            | ((centre < x) & (x < fx))
+            | ((fy < y) & (y < centre))
+            | ((centre < y) & (y < fy))
+        )
+        corner = ((fx == 0) | (fx == n - 1)) & ((fy == 0) | (fy == n - 1))
+        inside = (fx >= 0) & (fx < n) & (fy >= 0) & (fy < n)
+        ok = away & ~corner & ~((fx == centre) & (fy == centre)) & inside
+        options = (n - 1 - fy) * n + fx
+        ids = jnp.arange(self.num_snakes)
+        wanted = playing & ((count <= 4) | (n * n >= 121))
+
+        def place(k, placed):
+            # Snake k's options, less what an earlier snake took; one of them at random.
+            mine = ids[:, None] == k
+            cells = jnp.sum(jnp.where(mine, options, 0), axis=0)  # (4,)
+            free = jnp.any(mine & ok, axis=0) & ~jnp.any(cells[:, None] == placed[None, :], axis=1)
+            total = jnp.sum(free)
+            at = jnp.minimum(
+                (jnp.sum(jnp.where(ids == k, u, 0.0)) * total).astype(jnp.int32), jnp.maximum(total - 1, 0)
             )
-            wanted = playing[k] & (total > 0) & ((count <= 4) | (n * n >= 121))
-            placed.append(jnp.where(wanted, chosen, -1))
-        food = jnp.any(self._cells[None, :] == jnp.stack(placed)[:, None], axis=0)
+            before = jnp.sum(
+                free[None, :] & (jnp.arange(4)[None, :] < jnp.arange(4)[:, None]), axis=1
+            )  # (4,) free before
+            chosen = jnp.sum(jnp.where(free & (before == at), cells, 0))
+            go = jnp.any((ids == k) & wanted) & (total > 0)
+            return jnp.where((ids == k) & go, chosen, placed)
+
+        placed = jax.lax.fori_loop(0, self.num_snakes, place, jnp.full(self.num_snakes, -1, jnp.int32))
+        food = jnp.any(self._cells[None, :] == placed[:, None], axis=0)
         middle = (self._cells == centre * n + centre) & ~jnp.any(self._cells[None, :] == head[:, None], axis=0)
         return food | middle
 

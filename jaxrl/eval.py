@@ -161,6 +161,8 @@ def report(result: dict[str, Any]) -> None:
         places = " ".join(f"{b:g}:{n}" for b, n in zip(hist["bins"], hist["counts"], strict=True))
         line = f"placement {_spread(result['placement'])} || placements (place:games) {places}"
         print(line + (f" || kills per game {result['kills']['mean']:.2f}" if "kills" in result else ""))
+    if result.get("ended_by"):
+        print("how it ended: " + ", ".join(f"{k} {v}" for k, v in result["ended_by"].items() if v))
     if len(result["return_per_seed"]) > 1:
         print("per seed return: " + " ".join(f"{v:.2f}" for v in result["return_per_seed"]))
         if "win_rate_per_seed" in result:

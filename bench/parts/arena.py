@@ -71,6 +71,11 @@ def world_run(name: str, n: int, steps: int, **settings: Any):
     `ACTION_CACHE` steps drawn before the loop, as PufferLib's harness does, so that drawing them is not timed
     as the env's work."""
     env, params = envs.make(name, **settings)
+    return env_run(env, params, n, steps)
+
+
+def env_run(env: Any, params: Any, n: int, steps: int):
+    """`world_run` for an env object (the arena of another version of its rules, beside this one)."""
     agents = env.num_agents
 
     def run(key):
@@ -181,6 +186,61 @@ def open_on_cores(ctx: Context, settings: dict[str, Any], steps: int, cores: int
 
 def arena_run(n: int, steps: int, **settings: Any):
     return world_run("arena", n, steps, **settings)
+
+
+RULES_BEFORE = "388c5a7"  # the last commit of arena-v1 (its rules before the engine's: issue 80)
+RULES_CASES = (
+    ("11x11, 1 learner + 3 greedy bots", {}),
+    ("11x11, 4 learners", {"num_agents": 4}),
+    ("19x19, 1 learner + 31 greedy bots", {"size": 19, "num_snakes": 32}),
+)
+
+
+def arena_before() -> type | None:
+    """arena-v1's Arena class, from the repository's history (None outside a git checkout)."""
+    import subprocess
+    import types
+
+    root = Path(__file__).resolve().parents[2]
+    try:
+        source = subprocess.run(
+            ["git", "-C", str(root), "show", f"{RULES_BEFORE}:envs/arena.py"],
+            capture_output=True,
+            text=True,
+            check=True,
+            timeout=30,
+        ).stdout
+    except (OSError, subprocess.SubprocessError):
+        return None
+    import sys
+
+    module = types.ModuleType("jaxrl.envs._arena_v1")
+    sys.modules[module.__name__] = module  # its dataclasses look their module up by name
+    exec(compile(source, f"{RULES_BEFORE}:envs/arena.py", "exec"), module.__dict__)  # noqa: S102
+    return module.Arena
+
+
+def rules_speed(ctx: Context) -> dict[str, Any] | None:
+    """Env-only snake-steps/s of arena-v1 (its rules before the engine's) and of this arena, side by side in one
+    run: the same harness, sizes and num_envs, timed interleaved."""
+    old = arena_before()
+    if old is None:
+        ctx.say(f"arena before/after: no git history here (needs commit {RULES_BEFORE}); skipped")
+        return None
+    n, steps, repeats = ctx.pick(16, 1024, 2048), ctx.pick(20, 100, 200), ctx.pick(1, 3, 5)
+    rows = []
+    for label, settings in RULES_CASES:
+        calls, snakes = {}, settings.get("num_snakes", 4)
+        for version, cls in (("v1", old), ("v2", envs.Arena)):
+            env = cls(**settings)
+            fn, _ = compile_timed(env_run(env, env.default_params, n, steps), jax.random.key(0))
+            calls[version] = lambda i, fn=fn: fn(jax.random.key(i))
+        seconds = best_times(calls, repeats)
+        row = {"case": label, "n_envs": n, **{v: n * steps * snakes / seconds[v] for v in calls}}
+        row["ratio"] = row["v2"] / row["v1"]
+        ctx.say(f"arena {label}: v1 {fmt_rate(row['v1'])}, v2 {fmt_rate(row['v2'])} ({fmt_ratio(row['ratio'])})")
+        rows.append(row)
+    return {"before": RULES_BEFORE, "rows": rows}
 
 
 PUFFERLIB_MAP = {"width": 640, "height": 360, "num_snakes": 256, "num_food": 4096, "view": 11}
@@ -482,6 +542,7 @@ def selfplay_split(small: list[str]) -> dict[str, float]:
 
 def run(ctx: Context) -> dict[str, Any]:
     out: dict[str, Any] = {
+        "rules": rules_speed(ctx),
         "env": env_speed(ctx),
         "pufferlib_c": pufferlib_speed(ctx),
         "open": open_speed(ctx),
@@ -574,6 +635,14 @@ def report(result: dict[str, Any]) -> str:
         cells.append(fmt_ratio(r["snake_sps"][labels[1]] / r["snake_sps"][labels[0]]))
         cells.append(fmt_ratio(r["snake_sps"][labels[1]] / r["snake_sps"][labels[4]]))
         md.append("| " + " | ".join(cells) + " |")
+    if result.get("rules"):
+        md += ["", f"**The engine's rules (arena-v2) beside arena-v1 ({result['rules']['before']})**, env only\n"]
+        md += ["| case | num_envs | v1 snake-steps/s | v2 snake-steps/s | v2 / v1 |", "|---|---|---|---|---|"]
+        for r in result["rules"]["rows"]:
+            md.append(
+                f"| {r['case']} | {r['n_envs']:,} | {fmt_rate(r['v1'])} | {fmt_rate(r['v2'])}"
+                f" | {fmt_ratio(r['ratio'])} |"
+            )
     md += ["", "**Bots against bots** (the first seat's figures; 4 snakes on 11x11)\n"]
     md += ["| first seat | against | win rate | placement | length | games |", "|---|---|---|---|---|---|"]
     for r in result["bots"]:

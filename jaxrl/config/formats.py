@@ -121,6 +121,9 @@ def check_env(meta: dict[str, Any], where: str) -> None:
     from jaxrl.envs.registry import UnknownEnvError, spec
 
     env = meta.get("env") or {}
+    if not env:  # written before checkpoints named their env's version (run format 2): every env was at 1
+        name = ((meta.get("config") or {}).get("env") or {}).get("name")
+        env = {"name": name, "version": 1} if name else {}
     try:
         current = spec(str(env.get("name"))).version
     except UnknownEnvError:

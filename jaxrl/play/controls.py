@@ -12,6 +12,7 @@ DIRECTIONS = ("up", "right", "down", "left")  # 0..3: the envs' headings (row - 
 TURNS = {"turn_left": -1, "straight": 0, "turn_right": 1}
 MOVES = (*DIRECTIONS, *TURNS, "collect", "stay")  # what the page may send
 RELATIVE = ("turn left", "straight on", "turn right")
+BATTLESNAKE = (*RELATIVE, "back")  # env=arena: the engine's 4 moves, turned by the heading
 GRID = ("stay", "up", "right", "down", "left", "collect")
 PUFFERLIB = ("up", "down", "left", "right")  # env.rules=pufferlib: PufferLib's four moves, in its order
 
@@ -32,6 +33,8 @@ def action_names(env: Any) -> tuple[str, ...]:
         return DIRECTIONS
     if _pufferlib(env):
         return PUFFERLIB
+    if env.num_actions == 4:
+        return BATTLESNAKE
     return RELATIVE
 
 
@@ -64,6 +67,9 @@ def person_action(env: Any, state: Any, seat: int, move: str | None) -> int:
         if move in DIRECTIONS:
             return PUFFERLIB.index(move)
         return PUFFERLIB.index(DIRECTIONS[(compass + _turn(compass, move)) % 4])
+    if env.name == "arena" and move in DIRECTIONS and (DIRECTIONS.index(move) - heading) % 4 == 2:
+        if int(np.asarray(state.time)) == 0:  # a stacked start: back is a move like any other
+            return 3
     turn = _turn(heading, move)
     mirrored = env.name == "snake" and bool(np.asarray(state.mirrored))
     if env.name == "snake" and env.actions == "absolute":

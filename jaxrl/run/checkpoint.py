@@ -283,6 +283,7 @@ class Checkpointer:
         where = f"checkpoint {self.path(step)}"
         found = check(meta.get("format"), where, (meta.get("versions") or {}).get("jaxrl"))
         if found != FORMAT:
+            check_env(meta, where)  # before the arrays: another env version's shapes would not fit
             runner, meta = self._migrated(step, found, abstract, where)
             check_env(meta, where)
             return runner, meta

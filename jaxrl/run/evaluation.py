@@ -61,7 +61,7 @@ from jaxrl.run.loggers import write_json
 # Step info keys that describe the episode, carried to its end when the env has them: `won` holds once set; the
 # others keep their value from the episode's last step (the arena's `placement` and `kills`: the learners' mean
 # placement and their kills).
-EPISODE_INFO = ("score", "won", "placement", "kills")
+EPISODE_INFO = ("score", "won", "placement", "kills", "cause")
 
 
 STRIP_PIXELS = 28  # height of the caption strip below the GIF's board
@@ -172,6 +172,7 @@ def _start(env: Any, env_params: Any, key: jax.Array, num_episodes: int, carry: 
         "score": zeros,
         "placement": zeros,
         "kills": zeros,
+        "cause": jnp.zeros(num_episodes, jnp.int32),
         "won": jnp.zeros(num_episodes, bool),
         "carry": carry,
         "action": jnp.zeros((num_episodes, *one.shape), one.dtype),  # the last step's, for episode files
@@ -197,8 +198,8 @@ def _advance(env: Any, env_params: Any, policy: PolicyFn, params: Any, c: dict[s
     ended = alive & (terminated | truncated)
     # The info of a live episode's step describes it (before any reset): the score so far, the final one at its end.
     last = {
-        name: jnp.where(alive, info[name].astype(jnp.float32), c[name]) if name in info else c[name]
-        for name in ("score", "placement", "kills")
+        name: jnp.where(alive, info[name].astype(c[name].dtype), c[name]) if name in info else c[name]
+        for name in ("score", "placement", "kills", "cause")
     }
     won = c["won"] | (alive & info["won"]) if "won" in info else c["won"]
     return {
@@ -323,6 +324,12 @@ def evaluate(
     played = jax.device_get(jax.jit(jax.vmap(one_seed))(params, env_params, keys))  # (seeds, episodes)
     header = {"checkpoint_step": step, "env": cfg.env.name, "algo": cfg.algo.name, "episodes_per_seed": episodes}
     result = {**header, "greedy": greedy, "seed": seed, **figures(played, program.agents_per_world)}
+    causes = getattr(env, "causes", None)  # an env that names why a player is out: how the first learner ended
+    if causes and "cause" in played:
+        codes = np.asarray(played["cause"]).ravel()
+        result["ended_by"] = {
+            name or "nothing (alive at the end)": int((codes == i).sum()) for i, name in enumerate(causes)
+        }
     if program.sweep.keys:
         result.update(member=member, settings=program.sweep.members[member])
     result.update(against)

@@ -1,6 +1,7 @@
 """Write the frozen run fixtures of the installed jaxrl's run format into tests/data/runs/format-<N>/.
 
     python tests/data/make_runs.py            # by hand, once per new run format; never by a test
+    python tests/data/make_runs.py NAME ...   # only these fixtures, into this format's folder (a new env version)
 
 Each fixture is a small finished run (one checkpoint, under 1 MB) and its `expected.json`: the greedy figures
 it evaluated to when written, the env steps it holds, and where and with what it was written. tests/run/
@@ -54,6 +55,8 @@ FIXTURES = {
         "algo.num_steps": 16,
     },
 }
+# arena-v2 (the engine's rules): the format-3 "arena-selfplay" fixture played arena-v1 and is refused now
+FIXTURES["arena-selfplay-v2"] = dict(FIXTURES["arena-selfplay"])
 
 
 def cpu() -> str:
@@ -85,12 +88,22 @@ def main() -> int:
     from jaxrl.run.checkpoint import FORMAT
 
     out = HERE / "runs" / f"format-{FORMAT}"
-    if out.exists():
+    only = sys.argv[1:]
+    unknown = sorted(set(only) - set(FIXTURES))
+    if unknown:
+        print(f"unknown fixture {unknown[0]}: one of {', '.join(FIXTURES)}")
+        return 2
+    if not only and out.exists():
         print(f"{out} exists: a format's fixtures are written once (remove it to write them again)")
         return 1
-    out.mkdir(parents=True)
+    out.mkdir(parents=True, exist_ok=True)
     for name, settings in FIXTURES.items():
+        if only and name not in only:
+            continue
         run_dir = out / name
+        if run_dir.exists():
+            print(f"{run_dir} exists: a fixture is written once")
+            return 1
         run = jaxrl.train(run_dir=run_dir, **{"checkpoint.keep": 1, "seed": 0, **settings})
         figures = run.evaluate(episodes=EPISODES, seed=0)
         (run_dir / "eval.json").unlink(missing_ok=True)  # the test evaluates again; the figures are below

@@ -278,3 +278,17 @@ def test_royale_closes_in_one_side_every_shrink_and_solo_ends_only_when_no_snake
 def test_an_unknown_ruleset_is_refused_in_one_line():
     with pytest.raises(ValueError, match="ruleset must be one of standard, solo, wrapped"):
         Arena(ruleset="squad")
+
+
+def test_evaluation_counts_how_the_learner_ended(tmp_path):
+    import shutil
+    from pathlib import Path
+
+    import jaxrl
+
+    fixture = Path(__file__).resolve().parents[1] / "data" / "runs" / "format-3" / "arena-selfplay-v2"
+    run_dir = Path(shutil.copytree(fixture, tmp_path / "run"))
+    result = jaxrl.load(run_dir).evaluate(episodes=16, seed=0)
+    ended = result["ended_by"]
+    assert sum(ended.values()) == 16 and set(ended) == {n or "nothing (alive at the end)" for n in CAUSES}
+    assert sum(v for k, v in ended.items() if not k.startswith("nothing")) >= 16 - result["wins"] - 16 // 2

@@ -22,7 +22,6 @@ from tests.helpers import one_line_error
 
 RUNS = Path(__file__).resolve().parents[1] / "data" / "runs"
 FIXTURES = sorted(p for p in RUNS.glob("format-*/*") if (p / "expected.json").is_file())
-IDS = [f"{p.parent.name}/{p.name}" for p in FIXTURES]
 # Greedy figures across CPUs: a near-tie between two actions can break the other way where XLA rounds
 # differently, and one changed action changes an episode. On the CPU that wrote a fixture they are equal.
 TOLERANCE = {"return": 0.15, "score": 0.15, "win_rate": 0.15}
@@ -46,6 +45,19 @@ def expected(run_dir: Path) -> dict:
     return json.loads((run_dir / "expected.json").read_text())
 
 
+def env_versions(run_dir: Path) -> tuple[str, int, int]:
+    """(env, the version the fixture's checkpoint played, this jaxrl's version of it)."""
+    from jaxrl import envs
+
+    (meta,) = run_dir.glob("checkpoints/*/meta/metadata")
+    env = json.loads(meta.read_text())["env"]
+    return env["name"], env.get("version", 1), envs.spec(env["name"]).version
+
+
+CURRENT = [f for f in FIXTURES if env_versions(f)[1] == env_versions(f)[2]]
+EARLIER = [f for f in FIXTURES if f not in CURRENT]  # of an env whose rules changed since: refused in one line
+
+
 def test_there_is_a_fixture_of_each_kind_for_every_format_from_the_oldest():
     kinds = {"ppo-cartpole", "dqn-snake", "rppo-memorychain", "arena-selfplay"}
     for version in range(formats.OLDEST, formats.FORMAT + 1):
@@ -55,7 +67,21 @@ def test_there_is_a_fixture_of_each_kind_for_every_format_from_the_oldest():
         assert expected(fixture)["format"] == int(fixture.parent.name.removeprefix("format-"))
 
 
-@pytest.mark.parametrize("fixture", FIXTURES, ids=IDS)
+@pytest.mark.parametrize("fixture", EARLIER, ids=[f"{p.parent.name}/{p.name}" for p in EARLIER])
+def test_a_fixture_of_an_earlier_env_version_is_refused_in_one_line_changing_nothing(fixture, tmp_path, capsys):
+    from jaxrl.eval import main as eval_main
+
+    run_dir = copy_of(fixture, tmp_path)
+    before = files(run_dir)
+    name, saved, current = env_versions(run_dir)
+    line = one_line_error(capsys, eval_main([str(run_dir), "episodes=2"]))
+    assert f"{name}-v{saved}" in line and f"{name}-v{current}" in line, line
+    with pytest.raises(formats.FormatError, match=f"trained on {name}-v{saved}"):
+        jaxrl.train(resume=run_dir, total_timesteps=2 * expected(run_dir)["env_steps_per_seed"], progress=False)
+    assert files(run_dir) == before
+
+
+@pytest.mark.parametrize("fixture", CURRENT, ids=[f"{p.parent.name}/{p.name}" for p in CURRENT])
 def test_a_fixture_loads_and_evaluates_to_its_recorded_figures_changing_nothing_on_disk(fixture, tmp_path):
     run_dir = copy_of(fixture, tmp_path)
     before = files(run_dir)
@@ -69,7 +95,7 @@ def test_a_fixture_loads_and_evaluates_to_its_recorded_figures_changing_nothing_
     assert after == before
 
 
-@pytest.mark.parametrize("fixture", FIXTURES, ids=IDS)
+@pytest.mark.parametrize("fixture", CURRENT, ids=[f"{p.parent.name}/{p.name}" for p in CURRENT])
 def test_a_fixture_resumes_through_its_migrations_keeping_the_old_checkpoint(fixture, tmp_path, capsys):
     run_dir = copy_of(fixture, tmp_path)
     want = expected(run_dir)
@@ -89,7 +115,7 @@ def test_a_fixture_resumes_through_its_migrations_keeping_the_old_checkpoint(fix
     try:
         assert checkpoints.steps()[-1] == more
         assert checkpoints.read_meta(more)["format"] == formats.FORMAT
-        assert checkpoints.read_meta(more)["env"]["version"] == 1
+        assert checkpoints.read_meta(more)["env"]["version"] == env_versions(fixture)[2]
     finally:
         checkpoints.close()
     summary = run.summary
@@ -106,7 +132,7 @@ def by_path(tree) -> dict[tuple, np.ndarray]:
     return out
 
 
-@pytest.mark.parametrize("fixture", FIXTURES, ids=IDS)
+@pytest.mark.parametrize("fixture", CURRENT, ids=[f"{p.parent.name}/{p.name}" for p in CURRENT])
 def test_a_migrated_fixture_keeps_every_array_it_saved(fixture):
     """What the old code wrote, read as plain data by orbax alone, is what the migrated state holds, bit for bit."""
     import orbax.checkpoint as ocp
