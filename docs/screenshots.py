@@ -61,5 +61,5 @@ def shoot(target: str, path: Path, person: bool, steps: int, seed: int = 0) -> N
 if __name__ == "__main__":
     OUT.mkdir(exist_ok=True)
     shoot("pretrained:snake-v1", OUT / "play-snake.png", False, 150)
-    shoot("pretrained:arena-selfplay-v1", OUT / "play-arena.png", True, 14, seed=3)
+    shoot("pretrained:arena-selfplay-v2", OUT / "play-arena.png", True, 14, seed=3)
     print(f"wrote {OUT}", file=sys.stderr)

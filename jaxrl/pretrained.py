@@ -23,9 +23,9 @@ USAGE = """usage: python -m jaxrl.pretrained list
 
 Use one wherever a run directory goes, as pretrained:NAME:
   python -m jaxrl.eval pretrained:snake-v1 episodes=100
-  python -m jaxrl.train env=arena env.bot_policy=pretrained:arena-selfplay-v1
-  python -m jaxrl.eval runs/mine vs=pretrained:arena-selfplay-v1
-  python -m jaxrl.rate pretrained:arena-selfplay-v1 runs/mine
+  python -m jaxrl.train env=arena env.bot_policy=pretrained:arena-selfplay-v2
+  python -m jaxrl.eval runs/mine vs=pretrained:arena-selfplay-v2
+  python -m jaxrl.rate pretrained:arena-selfplay-v2 runs/mine
 """
 
 

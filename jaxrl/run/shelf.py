@@ -2,9 +2,9 @@
 
     run = jaxrl.pretrained("snake-v1")      # a Run: .policy, .evaluate(), .replay(), .figures
     python -m jaxrl.eval pretrained:snake-v1 episodes=100
-    python -m jaxrl.train env=arena env.bot_policy=pretrained:arena-selfplay-v1
-    python -m jaxrl.eval runs/mine vs=pretrained:arena-selfplay-v1
-    python -m jaxrl.rate pretrained:arena-selfplay-v1 runs/mine
+    python -m jaxrl.train env=arena env.bot_policy=pretrained:arena-selfplay-v2
+    python -m jaxrl.eval runs/mine vs=pretrained:arena-selfplay-v2
+    python -m jaxrl.rate pretrained:arena-selfplay-v2 runs/mine
     python -m jaxrl.pretrained list
 
 A policy file is a numpy `.npz` read without pickle: `meta.json` (its run format, its name, the resolved
@@ -33,6 +33,11 @@ from jaxrl.config.schema import ConfigError
 PREFIX = "pretrained:"
 SHELF = Path(__file__).resolve().parents[1] / "shelf"
 META = "meta.json"
+# Agents taken off the shelf, and why: each name is refused in one line that says what replaced it.
+RETIRED = {
+    "arena-selfplay-v1": "played arena-v1, whose rules came before the official engine's (arena-v2): use"
+    " pretrained:arena-selfplay-v2, trained the same way under the engine's rules",
+}
 
 
 class ShelfError(ConfigError):
@@ -56,6 +61,8 @@ def path_of(spec: str) -> Path:
         if not path.is_file():
             raise ShelfError(f"{PREFIX}{name}: no such policy file")
         return path
+    if name in RETIRED and name not in names():
+        raise ShelfError(f"{PREFIX}{name} was retired: it {RETIRED[name]}")
     if name not in names():
         have = ", ".join(names()) or "none"
         raise ShelfError(f"{PREFIX}{name} is not on the shelf; the shelf has: {have} (python -m jaxrl.pretrained list)")

@@ -194,16 +194,16 @@ def test_a_malformed_message_is_answered_and_the_server_plays_on(browser, snake_
 
 
 def test_a_person_plays_the_arena_against_the_shelf_champion_and_two_bots(browser, tmp_path):
-    served = serve("pretrained:arena-selfplay-v1", block=False, quiet=True, fps=10, games=tmp_path)
+    served = serve("pretrained:arena-selfplay-v2", block=False, quiet=True, fps=10, games=tmp_path)
     try:
         page = open_page(browser, served)
         page.keyboard.press("p")
         page.wait_for_function("window.jaxrlPlay.frame.person === true", timeout=30_000)
         names = [s["name"] for s in page.evaluate("window.jaxrlPlay.frame.status.seats")]
-        assert names == ["you", "pretrained:arena-selfplay-v1", "greedy", "greedy"]
+        assert names == ["you", "pretrained:arena-selfplay-v2", "greedy", "greedy"]
         readout = page.evaluate("window.jaxrlPlay.frame.readout")
         assert readout["seat"] == 1 and abs(sum(readout["numbers"]) - 1) < 1e-3  # the champion's probabilities
-        assert "pretrained:arena-selfplay-v1 at seat 1" in page.inner_text("#readout")
+        assert "pretrained:arena-selfplay-v2 at seat 1" in page.inner_text("#readout")
         page.close()
     finally:
         served.stop()

@@ -15,7 +15,7 @@ from jaxrl.pretrained import main as pretrained_main
 from jaxrl.run import shelf
 from tests.helpers import one_line_error
 
-SHIPPED = {"snake-v1", "snake-perfect-v1", "arena-selfplay-v1", "grid-v1"}
+SHIPPED = {"snake-v1", "snake-perfect-v1", "arena-selfplay-v2", "grid-v1"}
 FIXTURE = Path(__file__).resolve().parents[1] / "data" / "runs" / "format-3" / "ppo-cartpole"
 # A shelf agent's greedy figures were measured with XLA's optimizations on, on the CPU that trained it; the suite
 # compiles without them, and other CPUs round differently, so one changed action can change an episode.
@@ -104,6 +104,8 @@ def test_an_unknown_name_is_one_line_naming_the_shelf(capsys, tmp_path, monkeypa
     assert "snake-v9 is not on the shelf" in line and "snake-v1" in line
     with pytest.raises(ConfigError):
         jaxrl.pretrained("nope")
+    line = one_line_error(capsys, eval_main(["pretrained:arena-selfplay-v1"]))
+    assert "arena-selfplay-v1 was retired" in line and "arena-v2" in line and "pretrained:arena-selfplay-v2" in line
     assert list(tmp_path.iterdir()) == []
 
 
@@ -156,12 +158,12 @@ def test_a_shelf_agent_drives_the_arenas_bots_and_plays_head_to_head(tmp_path):
         total_timesteps=512,
         num_envs=8,
         progress=False,
-        **{"env.bot_policy": "pretrained:arena-selfplay-v1", "env.view": 7, "algo.num_steps": 16},
+        **{"env.bot_policy": "pretrained:arena-selfplay-v2", "env.view": 7, "algo.num_steps": 16},
     )
     assert run.summary["env_steps_per_seed"] == 512
     against = run.evaluate(episodes=8)  # its bots are the shelf agent, as trained
     assert "placement" in against
-    result = run.play_against("pretrained:arena-selfplay-v1", episodes=16)
+    result = run.play_against("pretrained:arena-selfplay-v2", episodes=16)
     assert result["a_wins"] + result["b_wins"] + result["draws"] == 16
 
 
@@ -170,10 +172,10 @@ def test_a_shelf_agent_as_eval_opponents_and_in_a_rating(tmp_path, monkeypatch, 
     from jaxrl.rate import main as rate_main
 
     monkeypatch.chdir(tmp_path)
-    assert eval_main(["pretrained:arena-selfplay-v1", "episodes=8", "render=none", "opponents=greedy"]) == 0
-    assert rate_main(["pretrained:arena-selfplay-v1", "games=8", f"out={tmp_path / 'ratings'}"]) == 0
+    assert eval_main(["pretrained:arena-selfplay-v2", "episodes=8", "render=none", "opponents=greedy"]) == 0
+    assert rate_main(["pretrained:arena-selfplay-v2", "games=8", f"out={tmp_path / 'ratings'}"]) == 0
     table = json.loads((tmp_path / "ratings" / "ratings.json").read_text())
-    assert {row["player"] for row in table["table"]} == {"pretrained:arena-selfplay-v1", "greedy", "random_safe"}
+    assert {row["player"] for row in table["table"]} == {"pretrained:arena-selfplay-v2", "greedy", "random_safe"}
     capsys.readouterr()
     line = one_line_error(capsys, eval_main(["pretrained:snake-v1", "vs=greedy"]))
     assert "arena" in line
