@@ -20,7 +20,7 @@ from gymnax.environments import environment, spaces
 
 from jaxrl.envs.base import Env
 from jaxrl.envs.checks import COUNT, FINITE, SHARE, check, check_int_setting, whole
-from jaxrl.envs.kernels import DCOL, DROW, hash32, mix, pick
+from jaxrl.envs.kernels import DCOL, DROW, fusion_boundary, hash32, mix, pick
 from jaxrl.envs.spaces import agents_box
 
 CHANNELS = ("own body", "other bodies", "other heads", "heads at least as long", "food", "wall", "health", "hazard")
@@ -447,7 +447,10 @@ class Arena(Env):
         owner = jnp.where(life > 0, state.owner, jnp.int8(-1))
         health = state.health - 1
         # Hazard damage, unless food lies there; at 0 the snake is out at once (it neither eats nor collides).
-        burns = jnp.any(hit & (state.hazard & ~state.food)[None, :], axis=1)
+        if self.royale:  # the other rulesets have no hazards (the engine's standard map makes none)
+            burns = jnp.any(hit & (state.hazard & ~state.food)[None, :], axis=1)
+        else:
+            burns = jnp.zeros(self.num_snakes, bool)
         health = jnp.where(burns, jnp.clip(health - params.hazard_damage, 0, params.max_health), health)
         burned = moving & burns & (health <= 0)
         feeding = moving & ~burned
@@ -464,6 +467,7 @@ class Arena(Env):
         left = moving & ~first
         owner = jnp.where(self._of(self._bits(first), owner), jnp.int8(-1), owner)
         life = jnp.where(owner >= 0, life, jnp.int16(0))
+        owner, life = fusion_boundary((owner, life))  # read per snake below: computed once, not per reader
         # Second pass, against that board, all decided before any is applied: own body, another's, head to head.
         at_head = self._at(owner.astype(jnp.int32) + 1, head) - 1  # who holds the cell each head entered
         self_hit = left & (at_head == ids)
@@ -488,17 +492,19 @@ class Arena(Env):
         # The dead leave the board; survivors' heads take their cells.
         gone = self._of(self._bits(dies), owner)
         owner, life = jnp.where(gone, jnp.int8(-1), owner), jnp.where(gone, jnp.int16(0), life)
+        heads = jnp.zeros(self.num_cells, bool)
         for k in range(self.num_snakes):
             here = hit[k] & alive[k]
             owner = jnp.where(here, jnp.int8(k), owner)
             life = jnp.where(here, length[k].astype(jnp.int16), life)
+            heads = heads | here
+        owner, life, heads = fusion_boundary((owner, life, heads))
         if self.constrictor:  # no food stays; every snake is fed and grows unless its tail is stacked already
             food = jnp.zeros_like(food)
             owner, life, length, health = self._constrict(owner, life, length, health, alive, params)
         time = state.time + 1
         hazard = self._royale_hazards(state.sides, time, params) if self.royale else state.hazard
         # Food, on cells free of food and live bodies and not beside a live head.
-        heads = jnp.any(hit & alive[:, None], axis=0)
         free = (owner < 0) & ~food & ~self._near(heads)
         chance = (100 - jnp.minimum((self.uniform(key, self.STEP_SALT, 1)[0] * 100).astype(jnp.int32), 99)) < (
             params.food_chance
@@ -616,8 +622,7 @@ class Arena(Env):
         points = len(self._even)
         unit = pick(self._units, jnp.minimum((u[0] * len(self._units)).astype(jnp.int32), len(self._units) - 1))
         offset = jnp.minimum((u[1] * points).astype(jnp.int32), points - 1)
-        index = (unit * ids + offset) % points
-        cells = jnp.sum(jnp.where(jnp.arange(points)[None, :] == index[:, None], jnp.asarray(self._even)[None], 0), 1)
+        cells = self._even_cell((unit * ids + offset) % points)
         if n >= 11 and slots > 8:  # 9-16 snakes: the quadrants in turn from a random one, a random place in each
             quad0 = jnp.minimum((u[2] * 4).astype(jnp.int32), 3)
             orders = [[choose(self._quad_orders[q][:, j], perm(u[3 + q])) for j in range(4)] for q in range(4)]
@@ -638,6 +643,24 @@ class Arena(Env):
             fixed = jnp.stack(fixed[:slots] + [cells[8:][j] for j in range(max(slots - 8, 0))])
             cells = jnp.where(count <= 8, fixed, cells)
         return cells.astype(jnp.int32)
+
+    def _even_cell(self, index: jax.Array) -> jax.Array:
+        """The cell of the index-th cell with x + y even, the centre left out, counting by y then x (arithmetic)."""
+        n = self.size
+        centre = (n - 1) // 2
+        skip = int(
+            np.flatnonzero([(x + y) % 2 == 0 for y in range(n) for x in range(n)]).tolist().index(centre * n + centre)
+        )
+        i = jnp.where(index >= skip, index + 1, index)  # the index among all even cells
+        if n % 2:  # rows of (n + 1) / 2 and (n - 1) / 2 even cells by turns
+            pair, rest = i // n, i % n
+            low = rest < (n + 1) // 2
+            y = 2 * pair + jnp.where(low, 0, 1)
+            x = jnp.where(low, 2 * rest, 2 * (rest - (n + 1) // 2) + 1)
+        else:
+            y = i // (n // 2)
+            x = 2 * (i % (n // 2)) + y % 2
+        return (n - 1 - y) * n + x
 
     def _start_food(self, key: jax.Array, head: jax.Array, playing: jax.Array) -> jax.Array:
         """(cells,) the engine's start food: on a board of 7 or more, one diagonal from each snake (with 4
@@ -667,20 +690,19 @@ class Arena(Env):
         wanted = playing & ((count <= 4) | (n * n >= 121))
 
         def place(k, placed):
-            # Snake k's options, less what an earlier snake took; one of them at random.
-            mine = ids[:, None] == k
-            cells = jnp.sum(jnp.where(mine, options, 0), axis=0)  # (4,)
-            free = jnp.any(mine & ok, axis=0) & ~jnp.any(cells[:, None] == placed[None, :], axis=1)
+            # Snake k's options, less what an earlier snake took; one of them at random. k is the same in
+            # every game of a batch: the slices below stay slices under vmap.
+            cells = jax.lax.dynamic_index_in_dim(options, k, keepdims=False)  # (4,)
+            free = jax.lax.dynamic_index_in_dim(ok, k, keepdims=False) & ~jnp.any(cells[:, None] == placed[None, :], 1)
             total = jnp.sum(free)
-            at = jnp.minimum(
-                (jnp.sum(jnp.where(ids == k, u, 0.0)) * total).astype(jnp.int32), jnp.maximum(total - 1, 0)
-            )
+            draw = jax.lax.dynamic_index_in_dim(u, k, keepdims=False)
+            at = jnp.minimum((draw * total).astype(jnp.int32), jnp.maximum(total - 1, 0))
             before = jnp.sum(
                 free[None, :] & (jnp.arange(4)[None, :] < jnp.arange(4)[:, None]), axis=1
             )  # (4,) free before
             chosen = jnp.sum(jnp.where(free & (before == at), cells, 0))
-            go = jnp.any((ids == k) & wanted) & (total > 0)
-            return jnp.where((ids == k) & go, chosen, placed)
+            go = jax.lax.dynamic_index_in_dim(wanted, k, keepdims=False) & (total > 0)
+            return jax.lax.dynamic_update_index_in_dim(placed, jnp.where(go, chosen, -1), k, 0)
 
         placed = jax.lax.fori_loop(0, self.num_snakes, place, jnp.full(self.num_snakes, -1, jnp.int32))
         food = jnp.any(self._cells[None, :] == placed[:, None], axis=0)
