@@ -686,7 +686,6 @@ class Arena(Env):
         inside = (fx >= 0) & (fx < n) & (fy >= 0) & (fy < n)
         ok = away & ~corner & ~((fx == centre) & (fy == centre)) & inside
         options = (n - 1 - fy) * n + fx
-        ids = jnp.arange(self.num_snakes)
         wanted = playing & ((count <= 4) | (n * n >= 121))
 
         def place(k, placed):
