@@ -204,7 +204,7 @@ class Arena(Env):
         return (self.size - 1 - y) * self.size + x
 
     def with_bot_policy(self, policy) -> Arena:
-        """This arena with `policy(obs (n, view, view, 7) uint8, key) -> (n,) relative actions` driving the bots
+        """This arena with `policy(obs (n, view, view, 8) uint8, key) -> (n,) relative actions` driving the bots
         that `policy_share` hands to it (jaxrl attaches the greedy policy of the `bot_policy` run)."""
         made = Arena(self.size, self.num_snakes, self.num_agents, self.view, self.bot_policy, self.ruleset)
         made._policy, made._versus = policy, self._versus
@@ -225,7 +225,7 @@ class Arena(Env):
         return made
 
     def opponent_obs(self, state: EnvState) -> jax.Array:
-        """(opponent_slots, view, view, 7): what each bot seat sees, as a learner in its place would."""
+        """(opponent_slots, view, view, 8): what each bot seat sees, as a learner in its place would."""
         return self.views(state, tuple(range(self.num_agents, self.num_snakes)))
 
     def opponent_actions(self, key: jax.Array, state: EnvState) -> jax.Array:
@@ -392,6 +392,9 @@ class Arena(Env):
             risky = jnp.any(next_to & rivals, axis=1)
             steps = dist[i * self.num_snakes : (i + 1) * self.num_snakes].astype(jnp.float32)
             greedy_score = risky.astype(jnp.float32) * 2 * FAR + steps
+            if self.royale:  # a hazard costs health: the greedy bot steps in only for food or to live
+                burns = self._at(state.hazard & ~state.food, target)
+                greedy_score = greedy_score + burns.astype(jnp.float32) * FAR
             score = jnp.where(state.greedy, greedy_score, 0.0) + jitter[i] + dies.astype(jnp.float32) * 8 * FAR
             scores.append(score)
         best = jnp.argmin(jnp.stack(scores), axis=0)
@@ -873,7 +876,7 @@ class Arena(Env):
         """(size * 3, size * 3, 3) uint8 picture, 3 pixels a cell: each snake in its own colour (the first
         learner green, every learner with a white frame around its head), bright at the head and darker
         toward the tail, each segment joined to the next one headward so the order can be followed;
-        red dots for food, a dark board."""
+        red dots for food, a dark board, hazards dark purple."""
         n = self.size
         owner, life = state.owner.reshape(n, n), state.life.reshape(n, n)
         colours = jnp.array(SNAKE_COLOURS[: self.num_snakes], jnp.float32)  # (snakes, 3)
@@ -881,7 +884,8 @@ class Arena(Env):
         shade = 0.35 + 0.65 * life.astype(jnp.float32) / length.astype(jnp.float32)  # 1 at the head
         mine = jnp.sum(jnp.where((owner[..., None] == jnp.arange(self.num_snakes)), 1.0, 0.0)[..., None] * colours, 2)
         body = (mine * shade[..., None]).astype(jnp.uint8)
-        cells = jnp.where((owner >= 0)[..., None], body, jnp.uint8(24))  # (n, n, 3)
+        floor = jnp.where(state.hazard.reshape(n, n)[..., None], jnp.array([70, 40, 90], jnp.uint8), jnp.uint8(24))
+        cells = jnp.where((owner >= 0)[..., None], body, floor)  # (n, n, 3): hazards a dark purple
         big = jnp.repeat(jnp.repeat(cells, 3, 0), 3, 1)
         rows, cols = jnp.arange(3 * n) // 3, jnp.arange(3 * n) // 3
         sub_r, sub_c = jnp.arange(3 * n) % 3, jnp.arange(3 * n) % 3
@@ -913,11 +917,12 @@ class Arena(Env):
 
     def render_text(self, state: EnvState) -> str:
         """The board as text: a snake's head is its letter in upper case (A the first learner), its
-        body the same letter in lower case; `*` food, `.` empty, inside a frame."""
+        body the same letter in lower case; `*` food, `~` a hazard, `.` empty, inside a frame."""
         owner = np.asarray(state.owner).reshape(self.size, self.size)
         food = np.asarray(state.food).reshape(self.size, self.size)
         heads = {int(h) for h, a in zip(np.asarray(state.head), np.asarray(state.alive)) if a}
         chars = np.full((self.size, self.size), ".", dtype="<U1")
+        chars[np.asarray(state.hazard).reshape(self.size, self.size)] = "~"
         chars[food] = "*"
         for r in range(self.size):
             for c in range(self.size):

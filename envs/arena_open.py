@@ -1,4 +1,4 @@
-"""Many snakes on one large open map (PufferLib Snake's setting), Battlesnake's rules, as a pure JAX env.
+"""Many snakes on one large open map (PufferLib Snake's setting), Battlesnake-style rules, as a pure JAX env.
 
 The small arena (envs/arena.py) keeps every cell's count-down and checks each rule over all
 cells, which is cheapest on an 11x11 board and impossible on 640x360 with 256 snakes. Here
@@ -78,10 +78,11 @@ class EnvParams(environment.EnvParams):
 class OpenArena(FlatWorlds, Env):
     """`num_snakes` learning snakes on a `height x width` board, all moving at once, born again where they die.
 
-    Rules: Battlesnake's standard moves, feeding and eliminations (see envs/arena.py: off the
+    Rules: Battlesnake-style moves, feeding and eliminations as arena-v1 played them (off the
         board, into a body cell that stays, head-to-head with one at least as long, starving when
-        `max_health` > 0), except that the game never ends: a snake that dies is born again, the
-        same step, `start_length` long on a random free cell (if the drawn cell is taken, it waits
+        `max_health` > 0; all judged in one pass, 3 relative moves: not the official engine's two
+        passes and 4 moves, which `env=arena` plays since arena-v2), except that the game never
+        ends: a snake that dies is born again, the same step, `start_length` long on a random free cell (if the drawn cell is taken, it waits
         for the next step's draw), and food is topped back up to `num_food` on random free cells
         (up to 16 per step). A dead body leaves the board at once (PufferLib's leaves food: not here).
     Observation: per snake `(view, view)` uint8, one code a cell, centred on its head and turned so

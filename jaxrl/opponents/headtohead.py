@@ -8,8 +8,8 @@ step, or at the step limit with both sides alive (both a draw). A side's placeme
 placement of its snakes (1 + the snakes that outlived it; survivors share 1).
 
 Players: a run directory (its newest checkpoint, or `PATH@STEP`; seed 0 of the best sweep member),
-or a bot kind, `greedy` or `random_safe`. Each run acts on its own view size; the board size and
-the number of snakes are the first player's.
+or a bot kind, `greedy` or `random_safe`. Each run acts on its own view size; the board size, the number of snakes
+and the ruleset are the first player's (two runs must share a board size and a ruleset).
 """
 
 from __future__ import annotations
@@ -37,6 +37,7 @@ class Player:
     view: int = 0  # the run's arena view
     size: int = 0  # the run's board size
     num_snakes: int = 0
+    ruleset: str = "standard"  # the run's arena ruleset (its games are played under it)
     env_params: Any = None  # the run's trained env params (the arena's rules and step limit)
     run_dir: str | None = None
     step: int | None = None  # checkpoint (env steps per seed)
@@ -98,6 +99,7 @@ def player(spec: Any, load: Any, flag: str = "vs") -> Player:
         policy=policy,
         view=env.view,
         size=env.size,
+        ruleset=getattr(env, "ruleset", "standard"),
         num_snakes=env.num_snakes,
         env_params=trained,
         run_dir=str(run.run_dir),
@@ -119,18 +121,23 @@ def _train_seconds(run_dir: Path, step: int) -> float | None:
 
 
 def check_pair(a: Player, b: Player, flag: str = "vs") -> None:
-    """UsageError when `b` cannot sit at `a`'s table: another board size."""
+    """UsageError when `b` cannot sit at `a`'s table: another board size or ruleset."""
     if a.bot is None and b.bot is None and a.size != b.size:
         raise UsageError(
             f"{flag}={b.name.rpartition('@')[0]} trained on a {b.size}x{b.size} board; {a.name.rpartition('@')[0]} "
             f"on {a.size}x{a.size}: head-to-head games need one board size"
         )
+    if a.bot is None and b.bot is None and a.ruleset != b.ruleset:
+        raise UsageError(
+            f"{flag}={b.name.rpartition('@')[0]} trained under ruleset {b.ruleset}; {a.name.rpartition('@')[0]}"
+            f" under {a.ruleset}: head-to-head games need one ruleset"
+        )
 
 
-def _arena(size: int, num_snakes: int, view: int):
+def _arena(size: int, num_snakes: int, view: int, ruleset: str = "standard"):
     from jaxrl.envs.arena import Arena
 
-    return Arena(size=size, num_snakes=num_snakes, num_agents=num_snakes, view=view)
+    return Arena(size=size, num_snakes=num_snakes, num_agents=num_snakes, view=view, ruleset=ruleset)
 
 
 def _table(a: Player, b: Player, games: int, max_steps: int | None):
@@ -144,7 +151,7 @@ def _table(a: Player, b: Player, games: int, max_steps: int | None):
     size, num_snakes = (first.size, first.num_snakes) if first else (11, 4)
     params = jax.tree.map(jnp.asarray, first.env_params if first else EnvParams()).replace(num_bots=jnp.int32(0))
     steps = int(params.max_steps_in_episode) if max_steps is None else int(max_steps)
-    rules = _arena(size, num_snakes, first.view if first else 11)
+    rules = _arena(size, num_snakes, first.view if first else 11, first.ruleset if first else "standard")
     seats = jnp.arange(num_snakes)
     mine = (seats[None, :] + jnp.arange(games)[:, None]) % 2 == 0  # (games, seats): a's seats
     return rules, params, mine, steps
@@ -241,7 +248,7 @@ def _actions(p: Player, weights: Any, rules: Any, state: Any, carry: Any, key: j
         keys = jax.random.split(key, games)
         direction = jax.vmap(rules.bot_directions)(keys, scripted)
         return carry, (direction - state.heading + 1) % 4
-    eyes = _arena(rules.size, rules.num_snakes, p.view)
+    eyes = _arena(rules.size, rules.num_snakes, p.view, rules.ruleset)
     obs = jax.vmap(lambda s: eyes.views(s, tuple(range(seats))))(state)
     carry, action = p.policy.apply(weights, carry, obs.reshape(games * seats, *obs.shape[2:]), key)
     return carry, action.reshape(games, seats).astype(jnp.int32)

@@ -107,7 +107,8 @@ class Mode:
         agent = self.table.agent
         batch = self._batch(obs)
         if agent is None:  # env= alone: the learners a person does not hold move at random
-            carry, action = carries[0], jax.random.randint(act_key, (batch.shape[0],), 0, len(self.actions))
+            moves = len(self.actions) - (self.actions[-1] == "back")  # not back into the neck: a sure death
+            carry, action = carries[0], jax.random.randint(act_key, (batch.shape[0],), 0, moves)
         else:
             carry, action = agent.act(params[0], carries[0], batch, act_key)
         action = action.astype(jnp.int32)
@@ -181,7 +182,7 @@ class Table:
             from jaxrl.envs.arena import Arena
 
             seats = table_seats or env.num_snakes  # the run's learners and its game's bots: as many snakes play
-            rules = Arena(size=env.size, num_snakes=seats, num_agents=seats, view=env.view)
+            rules = Arena(size=env.size, num_snakes=seats, num_agents=seats, view=env.view, ruleset=env.ruleset)
             self.modes["table"] = Mode(self, "table", rules, env_params.replace(num_bots=jnp.int32(0)), seats)
 
     @property
@@ -237,7 +238,9 @@ class Table:
 def _eyes(rules: Any, view: int) -> Any:
     from jaxrl.envs.arena import Arena
 
-    return Arena(size=rules.size, num_snakes=rules.num_snakes, num_agents=rules.num_snakes, view=view)
+    return Arena(
+        size=rules.size, num_snakes=rules.num_snakes, num_agents=rules.num_snakes, view=view, ruleset=rules.ruleset
+    )
 
 
 def _views(rules: Any, agent: Agent | None, state: Any) -> jax.Array:
@@ -367,7 +370,7 @@ class Game:
         table = None
         settings: dict[str, Any] = {}
         if m.name == "table":
-            table = {"size": m.env.size, "num_snakes": m.env.num_snakes, "view": m.env.view}
+            table = {"size": m.env.size, "num_snakes": m.env.num_snakes, "view": m.env.view, "ruleset": m.env.ruleset}
         else:
             settings = env_settings(t.config)
         result: dict[str, Any] = {"return": self.total, "length": self.t}

@@ -9,8 +9,8 @@ A file holds:
 - `kind` ("jaxrl episode") and `format` (FORMAT); `jaxrl`, the version that wrote it;
 - `env`, `env_version`, `env_settings` (what `jaxrl.envs.make(env, **env_settings)` builds), `env_params` and
   `env_param_dtypes` (every field as played, after eval's `eval_params` and opponents);
-- `table`: null, or {"size", "num_snakes", "view"} for the arena with every seat's action given (play's person
-  games and head-to-head games: the bots' moves are recorded too);
+- `table`: null, or {"size", "num_snakes", "view", "ruleset"} for the arena with every seat's action given (play's
+  person games and head-to-head games: the bots' moves are recorded too);
 - `key`: {"seed", "seeds", "seed_index", "episodes", "episode"}: the evaluation's key chain (`KeyChain`);
 - `actions`: per step the action (a number, or one per seat);
 - `seats`: who held each seat (informative); `result`: {"return", "length", "score", "won", ...}.
@@ -173,7 +173,13 @@ def env_of(episode: Episode) -> tuple[Any, Any]:
             from jaxrl.envs.arena import Arena, EnvParams
 
             t = episode.table
-            env = Arena(size=t["size"], num_snakes=t["num_snakes"], num_agents=t["num_snakes"], view=t["view"])
+            env = Arena(
+                size=t["size"],
+                num_snakes=t["num_snakes"],
+                num_agents=t["num_snakes"],
+                view=t["view"],
+                ruleset=t.get("ruleset", "standard"),
+            )
             default = EnvParams()
         else:
             env, default = spec.make(**episode.env_settings)

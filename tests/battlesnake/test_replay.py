@@ -27,6 +27,21 @@ def write(path: Path, records: list[dict]) -> Path:
     return path
 
 
+def test_the_first_games_of_every_ruleset_replay_with_no_divergence(tmp_path):
+    # the default tier's sample (the slow tier replays every game: the test below)
+    sample = []
+    for name in ("official-standard-dev.jsonl.gz", "official-variants-dev.jsonl.gz"):
+        seen: dict = {}
+        for game in games(name):
+            if seen.setdefault((game["ruleset"], game["width"]), 0) < 3:
+                seen[(game["ruleset"], game["width"])] += 1
+                sample.append(game)
+    report = replay([write(tmp_path / "sample.jsonl", sample)])
+    assert set(report.games) == {"standard", "solo", "wrapped", "constrictor", "wrapped_constrictor", "royale"}
+    assert sum(report.turns.values()) > 1000 and sum(report.divergent.values()) == 0, report.first[:1]
+
+
+@pytest.mark.slow
 def test_every_recorded_turn_of_every_ruleset_replays_with_no_divergence(capsys):
     assert main(["replay", *map(str, RECORDS)]) == 0
     out = capsys.readouterr().out

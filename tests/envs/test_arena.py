@@ -270,7 +270,7 @@ def bfs(size, passable, food, start):
 
 def test_the_greedy_bots_path_lengths_match_a_breadth_first_search():
     env = Arena(size=9, num_snakes=4)
-    params = env.default_params.replace(min_food=1, food_chance=0.0)
+    params = env.default_params.replace(min_food=1, food_chance=0)
     rng = np.random.default_rng(0)
     dist = jax.jit(env.food_distance)
     compared = 0

@@ -144,8 +144,15 @@ def engine_points(state, env) -> list[tuple[int, int]]:
     return [(int(h) % n, n - 1 - int(h) // n) for h, p in zip(np.asarray(state.head), np.asarray(state.playing)) if p]
 
 
-@pytest.mark.parametrize("size", [7, 11, 19])
-@pytest.mark.parametrize("snakes", [1, 2, 3, 4, 5, 8])
+QUICK_STARTS = {(7, 8), (11, 4), (19, 2), (7, 3)}  # the default tier's; the slow tier runs every pair
+STARTS = [
+    pytest.param(size, snakes, marks=() if (size, snakes) in QUICK_STARTS else pytest.mark.slow)
+    for size in (7, 11, 19)
+    for snakes in (1, 2, 3, 4, 5, 8)
+]
+
+
+@pytest.mark.parametrize("size,snakes", STARTS)
 def test_starts_follow_the_engines_fixed_places_and_start_food(size, snakes):
     env = Arena(size=size, num_snakes=snakes, num_agents=1)
     mn, md, mx = 1, (size - 1) // 2, size - 2

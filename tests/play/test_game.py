@@ -151,7 +151,8 @@ def test_a_kept_game_replays_to_the_board_the_page_showed(arena_table, tmp_path)
             break
     path = game.episode().write(tmp_path / "kept.json")
     kept = episodes.read(path)
-    assert kept.table == {"size": 11, "num_snakes": 4, "view": kept.table["view"]} and kept.seats[0] == "you"
+    assert kept.table == {"size": 11, "num_snakes": 4, "view": kept.table["view"], "ruleset": "standard"}
+    assert kept.seats[0] == "you"
     env, params = episodes.env_of(kept)
     played = episodes.simulate(env, params, kept.key, kept.actions)
     assert np.array_equal(played["frames"][-1], game.picture())

@@ -56,7 +56,7 @@ def test_a_run_trained_against_a_frozen_run_plays_against_its_greedy_policy(bot_
         ("env.bot_policy={missing}", "is not a jaxrl run with checkpoints"),
         pytest.param(
             "env.bot_policy={bot_run} env.view=7",
-            "sees (5, 5, 7) views; this arena's learners see (7, 7, 7)",
+            "sees (5, 5, 8) views; this arena's learners see (7, 7, 8)",
             marks=pytest.mark.slow,
         ),
         ("env.policy_share=0.5", "policy_share=0.5 is invalid: must be 0 without env.bot_policy=RUN_DIR"),
