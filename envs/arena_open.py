@@ -84,7 +84,8 @@ class OpenArena(FlatWorlds, Env):
         passes and 4 moves, which `env=arena` plays since arena-v2), except that the game never
         ends: a snake that dies is born again, the same step, `start_length` long on a random free
         cell (if the drawn cell is taken, it waits for the next step's draw), and food is topped
-        back up to `num_food` on random free cells (up to 16 per step). A dead body leaves the board at once (PufferLib's leaves food: not here).
+        back up to `num_food` on random free cells (up to 16 per step). A dead body leaves the board
+        at once (PufferLib's leaves food: not here).
     Observation: per snake `(view, view)` uint8, one code a cell, centred on its head and turned so
         that it heads up: what lies there (0 empty, 1 its own body, 2 another's body, 3 another's
         head, 4 another's head at least as long (lengths compared up to 8191), 5 food, 6 wall), plus
