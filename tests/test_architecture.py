@@ -222,3 +222,16 @@ def test_old_paths_of_moved_names_warn_and_are_the_same_objects():
             assert said == [f"{old}.{name} moved to {new}.{name}; the old path goes in the next release"], said
         with pytest.raises(AttributeError, match=f"module '{old}' has no attribute 'never_here'"):
             module.never_here  # noqa: B018
+
+
+def test_every_package_folder_is_installed_by_pip_install_dot():
+    """pyproject.toml lists its packages by name: a folder left out of the list is missing from `pip install .`."""
+    import tomllib
+
+    listed = set(tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"])
+    found = {
+        ".".join(p.parent.relative_to(ROOT).parts)
+        for p in (ROOT / "jaxrl").rglob("__init__.py")
+        if "__pycache__" not in p.parts
+    }
+    assert found <= listed, sorted(found - listed)
