@@ -110,8 +110,10 @@ def test_food_tops_up_the_whole_shortfall_after_the_eliminations_never_beside_a_
     params = env.default_params.replace(min_food=12, food_chance=0)
     a = [(3, 3), (3, 4), (3, 5)]
     b = [(0, 0), (0, 1), (0, 2), (0, 3), (0, 4), (0, 5)]  # leaves the board: its cells are free again
+    state = env.make_state([a, b])
+    step = jax.jit(lambda key: env.advance(jax.random.key(key), state, jnp.array([UP, UP]), params)[1])
     for key in range(10):
-        _, s, _, _, _ = advance(env, env.make_state([a, b]), [UP, UP], params, key=key)
+        s = step(key)
         food = np.asarray(s.food).reshape(7, 7)
         assert food.sum() == 12
         head = (2, 3)
@@ -119,8 +121,7 @@ def test_food_tops_up_the_whole_shortfall_after_the_eliminations_never_beside_a_
         assert not (food & (np.asarray(s.owner).reshape(7, 7) >= 0)).any()
     spread = np.zeros((7, 7), int)
     for key in range(200):
-        _, s, _, _, _ = advance(env, env.make_state([a, b]), [UP, UP], params, key=key)
-        spread += np.asarray(s.food).reshape(7, 7)
+        spread += np.asarray(step(key).food).reshape(7, 7)
     assert spread[0, :6].sum() > 0, "the cells of the snake that left are free the same turn"
 
 
