@@ -277,6 +277,14 @@ class Arena(Env):
             return jnp.any(hit & board[None, :], axis=1)
         return jnp.sum(jnp.where(hit, board[None, :], jnp.zeros((), board.dtype)), axis=1)
 
+    def _bit_at(self, board: jax.Array, cell: jax.Array) -> jax.Array:
+        """board[cell] for each of the (n,) cells (False off the board) read from row words: n x size, not n x cells."""
+        rows = self._pack(board)
+        word = jnp.sum(
+            jnp.where(jnp.arange(self.size) == (cell // self.size)[:, None], rows, 0), axis=1, dtype=jnp.uint32
+        )
+        return (cell >= 0) & (((word >> (cell % self.size).astype(jnp.uint32)) & 1) == 1)
+
     def _target(self, head: jax.Array, direction: jax.Array) -> jax.Array:
         """The cell one move from `head` in `direction`, -1 off the board (elementwise)."""
         row, col = head // self.size + pick(DROW, direction), head % self.size + pick(DCOL, direction)
@@ -294,17 +302,17 @@ class Arena(Env):
         without replacement: the free cell with the largest random word, round by round (a reduction; no
         prefix count). One round runs always; more only while some game still needs one."""
 
-        def place(j, food, free, count):
-            word = hash32(noise ^ hash32(jnp.uint32(0x27D4EB2F) * (j.astype(jnp.uint32) + 1)))
+        def place(word, j, food, free, count):
             score = jnp.where(free, (word >> 1).astype(jnp.int32), -1)
             chosen = (self._cells == jnp.argmax(score)) & (j < count) & (jnp.max(score) >= 0)
             return food | chosen, free & ~chosen
 
-        food, free = place(jnp.int32(0), food, free, count)
+        food, free = place(noise, jnp.int32(0), food, free, count)  # the first round reads the words as drawn
 
         def more(carry):
             j, food, free = carry
-            return (j + 1, *place(j, food, free, count))
+            word = hash32(noise ^ hash32(jnp.uint32(0x27D4EB2F) * j.astype(jnp.uint32)))
+            return (j + 1, *place(word, j, food, free, count))
 
         def needed(carry):
             j, _, free = carry
@@ -450,10 +458,7 @@ class Arena(Env):
         owner = jnp.where(life > 0, state.owner, jnp.int8(-1))
         health = state.health - 1
         # Hazard damage, unless food lies there; at 0 the snake is out at once (it neither eats nor collides).
-        if self.royale:  # the other rulesets have no hazards (the engine's standard map makes none)
-            burns = jnp.any(hit & (state.hazard & ~state.food)[None, :], axis=1)
-        else:
-            burns = jnp.zeros(self.num_snakes, bool)
+        burns = self._bit_at(state.hazard & ~state.food, head)
         health = jnp.where(burns, jnp.clip(health - params.hazard_damage, 0, params.max_health), health)
         burned = moving & burns & (health <= 0)
         feeding = moving & ~burned

@@ -193,11 +193,13 @@ class Replayer:
 
             keys = jax.random.split(jax.random.key(index * 7919 + start), CHUNK)
             dirs = jnp.asarray(np.array([d for _, d in chunk] + [[0] * len(ids)] * (CHUNK - len(chunk))), jnp.int32)
-            new = jax.tree.map(np.asarray, step(keys, batch, dirs, params)[1])
-            for j, (p, _) in enumerate(chunk):
+            _, new, _, _, info = step(keys, batch, dirs, params)
+            new, ate = jax.tree.map(np.asarray, new), np.asarray(info["snake_ate"])
+            for j, (p, direction) in enumerate(chunk):
                 before, after, _ = pairs[p]
                 got = jax.tree.map(lambda a, j=j: a[j], new)
-                found = self._compare(env, params, before, after, got, ids, width, CAUSES)
+                eaten = _ate_cells(env, states[j], direction, ate[j])
+                found = self._compare(env, params, before, after, got, ids, width, CAUSES, eaten)
                 if p not in results or (results[p][0] and not found):
                     results[p] = (found, got)
         for p, (found, got) in sorted(results.items()):
@@ -262,7 +264,7 @@ class Replayer:
         )
 
     @staticmethod
-    def _compare(env, params, before, after, got, ids, size, causes) -> list[tuple[str, str]]:
+    def _compare(env, params, before, after, got, ids, size, causes, eaten) -> list[tuple[str, str]]:
         found = []
         snakes = {s["id"]: s for s in after["snakes"]}
         previously = {s["id"]: not s.get("eliminatedCause") for s in before["snakes"]}
@@ -306,16 +308,18 @@ class Replayer:
             wrong = sorted({ids[k] for k in live_after if not _same(owner, life, got, k)})
             found.append(("body", f"bodies differ: {', '.join(wrong) or 'cells of snakes out'}"))
         # Food: what was eaten must match; what appeared must follow the engine's law.
+        # The arena's eaten cells come from who ate (its food after the turn may have refilled a cell whose
+        # eater died on it); the engine's are the food gone, or refilled on a cell no live body holds.
         had = _mask(before.get("food") or (), size)
         engine_food, arena_food = _mask(after.get("food") or (), size), np.asarray(got.food)
         constrictor = env.constrictor
-        kept_engine = had & engine_food if not constrictor else np.zeros_like(had)
-        kept_arena = had & arena_food if not constrictor else np.zeros_like(had)
-        eaten_engine, eaten_arena = had & ~(had & engine_food), had & ~(had & arena_food)
-        if not constrictor and not np.array_equal(eaten_engine, eaten_arena):
-            found.append(
-                ("food eaten", f"{int(eaten_engine.sum())} eaten in the engine, {int(eaten_arena.sum())} in the arena")
-            )
+        eaten = eaten & had
+        gone = had & ~engine_food
+        refillable = engine_food & (owner < 0)
+        if not constrictor and (np.any(gone & ~eaten) or np.any(eaten & ~gone & ~refillable)):
+            found.append(("food eaten", f"{int(gone.sum())} eaten in the engine, {int(eaten.sum())} in the arena"))
+        kept = had & ~eaten if not constrictor else np.zeros_like(had)
+        kept_engine, kept_arena = kept, kept
         for who, food, kept in (("arena", arena_food, kept_arena), ("engine", engine_food, kept_engine)):
             problem = _spawn_problem(env, params, got, food, kept, size)
             if problem:
@@ -338,6 +342,22 @@ class Replayer:
             if kept.sum() >= params.min_food:
                 report.spawns[f"{who} draws"] += 1
                 report.spawns[f"{who} spawns"] += int((food & ~kept).sum() > 0)
+
+
+def _ate_cells(env, state, direction: list[int], ate: np.ndarray) -> np.ndarray:
+    """(cells,) the cells the snakes that ate moved onto (the arena's own `snake_ate`)."""
+    size = env.size
+    out = np.zeros(size * size, bool)
+    for k, (d, fed) in enumerate(zip(direction, ate)):
+        if not fed:
+            continue
+        row = int(state.head[k]) // size + (-1, 0, 1, 0)[d]
+        col = int(state.head[k]) % size + (0, 1, 0, -1)[d]
+        if env.wrapped:
+            row, col = row % size, col % size
+        if 0 <= row < size and 0 <= col < size:
+            out[row * size + col] = True
+    return out
 
 
 def _out(turn: dict[str, Any], snake: str) -> bool:

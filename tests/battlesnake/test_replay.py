@@ -123,3 +123,17 @@ def test_bad_files_get_one_line_and_exit_2(tmp_path, capsys, content, message):
     assert main(["replay", str(tmp_path / "missing.jsonl")]) == 2
     assert "is not a file" in capsys.readouterr().err
     assert main(["replay", str(path), "boards=x"]) == 2
+
+
+def test_food_that_vanished_without_an_eater_is_a_divergence(tmp_path):
+    game = games("official-standard-dev.jsonl.gz")[2]
+    t = next(
+        i
+        for i in range(1, len(game["turns"]) - 1)
+        if len(game["turns"][i]["food"]) >= 2 and game["turns"][i + 1].get("moves")
+    )
+    heads = {tuple(s["body"][0]) for s in game["turns"][t + 1]["snakes"]}
+    kept = [f for f in game["turns"][t + 1]["food"] if tuple(f) not in heads]
+    game["turns"][t + 1]["food"] = kept[1:] + [f for f in game["turns"][t + 1]["food"] if tuple(f) in heads]
+    report = replay([write(tmp_path / "vanished.jsonl", [game])])
+    assert sum(report.divergent.values()) >= 1 and report.first[0]["where"].endswith(f"turn {t + 1}")

@@ -85,8 +85,9 @@ def test_a_three_way_head_to_head_credits_the_longest_and_equals_each_first_by_i
     assert int(s.kills[2]) == 2
 
 
-def test_a_hazard_burns_health_unless_food_lies_there_and_kills_at_zero_at_once():
-    env = Arena(size=7, num_snakes=2, ruleset="royale")
+@pytest.mark.parametrize("ruleset", ["royale", "standard"])  # the engine's standard ruleset burns too (hazard maps)
+def test_a_hazard_burns_health_unless_food_lies_there_and_kills_at_zero_at_once(ruleset):
+    env = Arena(size=7, num_snakes=2, ruleset=ruleset)
     hazards = [(2, 3), (4, 3)]
     state = env.make_state(
         [[(3, 3), (3, 4), (3, 5)], [(5, 5), (5, 4), (5, 3)]], food=[(4, 3)], hazards=hazards, health=[10, 15]
