@@ -44,6 +44,16 @@ SNAKE_COLOURS = [
 ] * 4
 
 
+def _shuffle(u: jax.Array) -> jax.Array:
+    """One of the 24 orders of 4 start places (PERMUTATIONS), from a uniform draw."""
+    return jnp.minimum((u * 24).astype(jnp.int32), 23)
+
+
+def _choose(table: np.ndarray, i: jax.Array) -> jax.Array:
+    """table[i] for a (24,) static table, as a masked sum (no gather under vmap)."""
+    return jnp.sum(jnp.where(jnp.arange(24) == i, table, 0))
+
+
 @struct.dataclass
 class EnvState(environment.EnvState):
     owner: jax.Array  # (cells,) int8, the snake holding the cell; -1 free
@@ -624,8 +634,8 @@ class Arena(Env):
         ids = jnp.arange(slots)
         count = jnp.sum(playing)
         u = self.uniform(key, self.RESET_SALT ^ 0x51, 8)
-        perm = lambda x: jnp.minimum((x * 24).astype(jnp.int32), 23)  # noqa: E731
-        choose = lambda table, i: jnp.sum(jnp.where(jnp.arange(24) == i, table, 0))  # noqa: E731
+        if n >= 7 and slots <= 8:  # every game fits the fixed places: nothing else to draw
+            return self._fixed_places(u)[:slots]
         # Random: distinct cells with x + y even, not the centre (an affine permutation of them).
         points = len(self._even)
         unit = pick(self._units, jnp.minimum((u[0] * len(self._units)).astype(jnp.int32), len(self._units) - 1))
@@ -633,7 +643,7 @@ class Arena(Env):
         cells = self._even_cell((unit * ids + offset) % points)
         if n >= 11 and slots > 8:  # 9-16 snakes: the quadrants in turn from a random one, a random place in each
             quad0 = jnp.minimum((u[2] * 4).astype(jnp.int32), 3)
-            orders = [[choose(self._quad_orders[q][:, j], perm(u[3 + q])) for j in range(4)] for q in range(4)]
+            orders = [[_choose(self._quad_orders[q][:, j], _shuffle(u[3 + q])) for j in range(4)] for q in range(4)]
             spread = []
             for i in range(min(slots, 16)):
                 q = (quad0 + i) % 4
@@ -642,15 +652,19 @@ class Arena(Env):
                 )
             spread = jnp.stack(spread + [cells[len(spread) :][j] for j in range(slots - len(spread))])
             cells = jnp.where((count > 8) & (count <= 16), spread, cells)
-        if n >= 7:  # up to 8: corners and edge midpoints, each shuffled; a coin says which group comes first
-            corner = [choose(self._corner_orders[:, j], perm(u[3])) for j in range(4)]
-            cardinal = [choose(self._cardinal_orders[:, j], perm(u[4])) for j in range(4)]
-            heads = u[5] < 0.5
-            fixed = [jnp.where(heads, a, b) for a, b in zip(corner, cardinal)]
-            fixed += [jnp.where(heads, b, a) for a, b in zip(corner, cardinal)]
-            fixed = jnp.stack(fixed[:slots] + [cells[8:][j] for j in range(max(slots - 8, 0))])
+        if n >= 7:  # a game of up to 8 of the slots takes the fixed places
+            fixed = jnp.concatenate([self._fixed_places(u), cells[8:]])
             cells = jnp.where(count <= 8, fixed, cells)
         return cells.astype(jnp.int32)
+
+    def _fixed_places(self, u: jax.Array) -> jax.Array:
+        """(8,) the engine's fixed places: corners and edge midpoints, each shuffled; a coin says which group
+        comes first."""
+        corner = [_choose(self._corner_orders[:, j], _shuffle(u[3])) for j in range(4)]
+        cardinal = [_choose(self._cardinal_orders[:, j], _shuffle(u[4])) for j in range(4)]
+        heads = u[5] < 0.5
+        first = [jnp.where(heads, a, b) for a, b in zip(corner, cardinal)]
+        return jnp.stack(first + [jnp.where(heads, b, a) for a, b in zip(corner, cardinal)]).astype(jnp.int32)
 
     def _even_cell(self, index: jax.Array) -> jax.Array:
         """The cell of the index-th cell with x + y even, the centre left out, counting by y then x (arithmetic)."""
@@ -732,7 +746,13 @@ class Arena(Env):
         if self.constrictor:
             food = jnp.zeros_like(food)
             owner, life, length, health = self._constrict(owner, life, length, health, playing, params)
-        words = hash32(mix(key, self.SIDE_SALT) ^ jnp.arange(2 * self.size, dtype=jnp.uint32) * jnp.uint32(0x9E3779B9))
+        if self.royale:  # the order of the shrinks' sides, drawn once per game
+            words = hash32(
+                mix(key, self.SIDE_SALT) ^ jnp.arange(2 * self.size, dtype=jnp.uint32) * jnp.uint32(0x9E3779B9)
+            )
+            sides = (words % 4).astype(jnp.int8)
+        else:
+            sides = jnp.zeros(2 * self.size, jnp.int8)
         state = EnvState(
             owner=owner,
             life=life,
@@ -750,7 +770,7 @@ class Arena(Env):
             kills=jnp.zeros(self.num_snakes, jnp.int32),
             cause=jnp.zeros(self.num_snakes, jnp.int8),
             killer=jnp.full(self.num_snakes, -1, jnp.int8),
-            sides=(words % 4).astype(jnp.int8),
+            sides=sides,
             time=jnp.int32(0),
         )
         return self.get_obs(state), state
