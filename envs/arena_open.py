@@ -12,26 +12,25 @@ every per-step cost is per snake, never per cell:
 - a dead body is cleared by walking it from its tail, every dying snake at once, a cell a pass;
 - a snake that dies is born again on a random free cell on the same step (another draw on the
   next step if that cell is taken), and eaten food is replaced on random free cells.
-Many worlds step as one flat board (envs/flat.py). The world never resets: an episode is a window
-of `max_steps_in_episode` steps of one continuing world (truncated, never terminated), so the
-value of the last observation is bootstrapped, and the board is built once.
+Many worlds step as one flat board (envs/flat.py), through the step's skeleton both open arenas
+share (envs/open_world.py). The world never resets: an episode is a window of `max_steps_in_episode`
+steps of one continuing world (truncated, never terminated), so the value of the last observation
+is bootstrapped, and the board is built once.
 """
 
 from __future__ import annotations
-
-from functools import partial
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 from flax import struct
-from gymnax.environments import environment, spaces
+from gymnax.environments import environment
 
 from jaxrl.envs.arena import SNAKE_COLOURS
-from jaxrl.envs.base import Env
 from jaxrl.envs.checks import COUNT, FINITE, INT32_MAX, check, check_int_setting, whole
-from jaxrl.envs.flat import FlatWorlds, distinct_cells
+from jaxrl.envs.flat import distinct_cells
 from jaxrl.envs.kernels import fusion_boundary, pick
+from jaxrl.envs.open_world import FlatSnakes, Moved, OpenWorld, check_board, check_view
 
 EMPTY, FOOD, WALL = 0, 1, 2  # a cell's kind; BODY + d: a body cell whose next cell toward the head is way d
 BODY = 3
@@ -75,7 +74,7 @@ class EnvParams(environment.EnvParams):
     reward_step: float = 0.0
 
 
-class OpenArena(FlatWorlds, Env):
+class OpenArena(OpenWorld):
     """`num_snakes` learning snakes on a `height x width` board, all moving at once, born again where they die.
 
     Rules: Battlesnake-style moves, feeding and eliminations as arena-v1 played them (off the
@@ -99,7 +98,6 @@ class OpenArena(FlatWorlds, Env):
     Info: `score` (the live snakes' mean length), `deaths` and `eaten` in the episode window.
     """
 
-    name = "arena_open"
     num_actions = 3
     rules = "battlesnake"
     observation_codes = CODES  # a cell is one of this many codes: networks one-hot it
@@ -112,17 +110,13 @@ class OpenArena(FlatWorlds, Env):
         self, width: int = 640, height: int = 360, num_snakes: int = 256, num_food: int = 4096, view: int = 11
     ):
         super().__init__()
-        check_int_setting("arena_open width", width, 8, 4096)
-        check_int_setting("arena_open height", height, 8, 4096)
-        if width * height > 1 << 22:
-            raise ValueError(f"arena_open width x height must be at most {1 << 22} cells, got {width} x {height}")
+        check_board(width, height, 8)
         most = min(OWNER - 1, width * height // 8)
         eighth = f"{most} (an eighth of the cells, at most {OWNER - 1}) on {width} x {height}"
         check_int_setting("arena_open num_snakes", num_snakes, 1, most, eighth)
         most_food = width * height // 4
         check_int_setting("arena_open num_food", num_food, 0, most_food, f"{most_food} (a quarter of the cells)")
-        if not isinstance(view, int) or isinstance(view, bool) or not 3 <= view <= 63 or view % 2 == 0:
-            raise ValueError(f"arena_open view must be an odd integer from 3 to 63, got {view!r}")
+        check_view(view)
         self.width, self.height, self.num_snakes, self.num_food, self.view = width, height, num_snakes, num_food, view
         self.num_agents = num_snakes
         self.half = view // 2
@@ -154,10 +148,6 @@ class OpenArena(FlatWorlds, Env):
             (("reward_food", "reward_death", "reward_step"), *FINITE),
         )
 
-    def observation_space(self, params: EnvParams | None = None) -> spaces.Box:
-        shape = (self.view, self.view)
-        return spaces.Box(0, CODES - 1, shape if self.num_agents == 1 else (self.num_agents, *shape), jnp.uint8)
-
     def _draw_cells(self, key: jax.Array, salt: int, count: int) -> jax.Array:
         """(count,) int32 uniformly random padded indices of board cells (not the border)."""
         u = self.uniform(key, salt, count)
@@ -172,51 +162,17 @@ class OpenArena(FlatWorlds, Env):
 
     # -- dynamics ------------------------------------------------------------------------
 
-    @partial(jax.jit, static_argnames=("self",))
-    def step(self, key: jax.Array, state: EnvState, action: jax.Array, params: EnvParams | None = None):
-        """A step of the continuing world: never terminated, truncated every `max_steps_in_episode` steps
-        (the world is not reset: the next observation is the final one)."""
-        if params is None:
-            params = self.default_params
-        obs, state, reward, terminated, info = self.step_env(key, state, action, params)
-        truncated = state.time % params.max_steps_in_episode == 0
-        info = {**info, "terminated": terminated, "truncated": truncated, "final_observation": obs}
-        window = jnp.where(truncated, 0, 1)
-        state = state.replace(deaths=state.deaths * window, eaten=state.eaten * window)
-        return obs, state, reward, terminated, truncated, info
-
-    def step_env(self, key: jax.Array, state: EnvState, action: jax.Array, params: EnvParams):
-        action = jnp.asarray(action, jnp.int32)
-        if action.shape != (self.num_snakes,) and not (self.num_snakes == 1 and action.shape == ()):
-            raise ValueError(
-                f"arena_open with num_snakes={self.num_snakes} takes actions of shape ({self.num_snakes},)"
-            )
-        # One world's step through `_step_worlds`; its vmap steps all the worlds as one flat board (envs/flat.py).
-        return self._stepper(key, state, action.reshape(self.num_snakes), params)
-
-    def _step_worlds(self, keys, state, action, params):
-        """step_env for W worlds at once (every leaf with a leading (W,) axis), as one flat board of W x cells."""
-        n, cells = self.num_snakes, self.num_cells
-        worlds = action.shape[0]
-        ids = jnp.tile(jnp.arange(n, dtype=jnp.int32), worlds)  # a snake's number in its world
-        base = jnp.repeat(jnp.arange(worlds, dtype=jnp.int32) * cells, n)  # its world's first cell
-        nowhere = jnp.int32(worlds * cells)  # an index past the boards: scatters drop it
-
-        def flat(x):
-            return x.reshape(-1)
-
-        def per_snake(x):  # a parameter (one per world) for each snake
-            return jnp.repeat(jnp.asarray(x), n)
-
-        def per_world(x):
-            return x.reshape(worlds, n)
-
+    def _move(self, keys, state, action, params, snakes: FlatSnakes) -> Moved:
+        """Battlesnake's rules for every snake of W worlds on their flat board (`OpenWorld._step_worlds`)."""
+        n, cells, worlds = self.num_snakes, self.num_cells, snakes.worlds
+        ids, base, nowhere = snakes.ids, snakes.base, snakes.nowhere
+        flat, per_snake, per_world = snakes.flat, snakes.per_snake, snakes.per_world
         grid_0, claim_0 = flat(state.grid), flat(state.claim)
         head_0, tail_0, stack_0 = flat(state.head) + base, flat(state.tail) + base, flat(state.stack)
         heading_0, length_0, health_0 = flat(state.heading), flat(state.length), flat(state.health)
         moving = flat(state.alive)
         max_health, start_length = per_snake(params.max_health), per_snake(params.start_length)
-        direction = jnp.where(moving, (heading_0 + flat(action) - 1) % 4, heading_0)
+        direction = jnp.where(moving, (heading_0 + action - 1) % 4, heading_0)
         target = jnp.where(moving, head_0 + pick(self._steps, direction), head_0)
         # Tails first: one not stacked leaves its cell (before any head looks), a stacked one stays.
         vacate = moving & (stack_0 == 0)
@@ -284,7 +240,7 @@ class OpenArena(FlatWorlds, Env):
         ok = first & (grid[spots] == EMPTY)
         ok = ok & (jnp.cumsum(ok, axis=1) <= (self.num_food - food_count)[:, None])
         grid = grid.at[jnp.where(ok, spots, nowhere)].set(FOOD, mode="drop")
-        new_state = state.replace(
+        stepped = state.replace(
             grid=grid.reshape(worlds, cells),
             claim=claim.reshape(worlds, cells),
             head=per_world(head - base),
@@ -295,23 +251,12 @@ class OpenArena(FlatWorlds, Env):
             health=per_world(health),
             alive=per_world(alive),
             food_count=food_count + ok.sum(1),
-            deaths=state.deaths + per_world(dies).sum(1),
-            eaten=state.eaten + per_world(eats).sum(1),
-            time=state.time + 1,
         )
         reward = jnp.where(eats, per_snake(params.reward_food), per_snake(params.reward_step))
         reward = jnp.where(dies, per_snake(params.reward_death), reward)
-        reward = per_world(jnp.where(moving, reward, 0.0).astype(jnp.float32))
-        live = jnp.maximum(per_world(alive).sum(1), 1)
-        info = {
-            "score": per_world(jnp.where(alive, length, 0)).sum(1).astype(jnp.float32) / live,
-            "deaths": new_state.deaths,
-            "eaten": new_state.eaten,
-        }
+        reward = jnp.where(moving, reward, 0.0).astype(jnp.float32)
         obs = self._views(grid, head, heading, length, health, alive, worlds)
-        if n == 1:
-            reward, obs = reward[:, 0], obs[:, 0]
-        return obs, new_state, reward, jnp.zeros(worlds, bool), info
+        return Moved(state=stepped, reward=reward, dies=dies, eats=eats, alive=alive, length=length, obs=obs)
 
     def _clear_bodies(self, grid, start, head, length, dying, nowhere):
         """The bodies of the dying cleared, each walked from `start` (its tail) to `head` by the way its cells
@@ -355,17 +300,7 @@ class OpenArena(FlatWorlds, Env):
         )
         return self.get_obs(state), state
 
-    def is_terminal(self, state: EnvState, params: EnvParams) -> jax.Array:
-        return jnp.zeros((), bool)
-
-    def is_truncated(self, state: EnvState, params: EnvParams) -> jax.Array:
-        return state.time % params.max_steps_in_episode == 0
-
     # -- observation ----------------------------------------------------------------------
-
-    def get_obs(self, state: EnvState, params: EnvParams | None = None, key: jax.Array | None = None) -> jax.Array:
-        views = self.views(state)
-        return views[0] if self.num_snakes == 1 else views
 
     def views(self, state: EnvState) -> jax.Array:
         """(num_snakes, view, view) uint8: each snake's turned crop, one code a cell (zeros while waiting)."""

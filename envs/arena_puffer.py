@@ -6,23 +6,22 @@ each snake a ring buffer of its cells, head last. A step is per snake, never per
 at the 256 targets, scatters of heads and tails, and a dead body written back cell by cell
 (corpses on every second one), `BLOCK` cells of one dying snake at a time.
 The observation is a crop of that board, as it lies (the moves are absolute): one byte a cell.
+The step's skeleton (the episode window, rewards and info by world) is the open arena's, envs/open_world.py.
 """
 
 from __future__ import annotations
-
-from functools import partial
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 from flax import struct
-from gymnax.environments import environment, spaces
+from gymnax.environments import environment
 
 from jaxrl.envs.arena import SNAKE_COLOURS
-from jaxrl.envs.base import Env
 from jaxrl.envs.checks import COUNT, FINITE, INT32_MAX, check, check_int_setting
-from jaxrl.envs.flat import FlatWorlds, distinct_cells
+from jaxrl.envs.flat import distinct_cells
 from jaxrl.envs.kernels import hash32, mix, pick
+from jaxrl.envs.open_world import FlatSnakes, Moved, OpenWorld, check_board, check_view
 
 EMPTY, FOOD, CORPSE, WALL = 0, 1, 2, 3  # PufferLib's cell codes; a snake's colour is 4-9
 CODES = 10  # distinct cell codes (the network one-hots them)
@@ -62,7 +61,7 @@ class EnvParams(environment.EnvParams):
     reward_death: float = -1.0
 
 
-class PufferArena(FlatWorlds, Env):
+class PufferArena(OpenWorld):
     """`num_snakes` learning snakes on PufferLib Snake's map and rules, all moving at once, born again where they die.
 
     Rules (PufferLib's `snake.h`): the map is `width x height` with walls `view // 2` cells wide at its
@@ -86,7 +85,6 @@ class PufferArena(FlatWorlds, Env):
     Info: `score` (the live snakes' mean length), `deaths` and `eaten` in the episode window.
     """
 
-    name = "arena_open"
     num_actions = 4
     rules = "pufferlib"
     observation_codes = CODES  # a cell is one of this many codes: networks one-hot it
@@ -103,13 +101,9 @@ class PufferArena(FlatWorlds, Env):
         max_length: int = 1024,
     ):
         super().__init__()
-        if not isinstance(view, int) or isinstance(view, bool) or not 3 <= view <= 63 or view % 2 == 0:
-            raise ValueError(f"arena_open view must be an odd integer from 3 to 63, got {view!r}")
+        check_view(view)
         self.half = view // 2
-        check_int_setting("arena_open width", width, 2 * self.half + 8, 4096)
-        check_int_setting("arena_open height", height, 2 * self.half + 8, 4096)
-        if width * height > 1 << 22:
-            raise ValueError(f"arena_open width x height must be at most {1 << 22} cells, got {width} x {height}")
+        check_board(width, height, 2 * self.half + 8)
         inner = (width - 2 * self.half) * (height - 2 * self.half)
         check_int_setting(
             "arena_open num_snakes", num_snakes, 1, inner // 8, f"{inner // 8} (an eighth of the free cells)"
@@ -138,10 +132,6 @@ class PufferArena(FlatWorlds, Env):
     def check_params(self, params: EnvParams) -> None:
         check(params, ("max_steps_in_episode", *COUNT), (("reward_food", "reward_corpse", "reward_death"), *FINITE))
 
-    def observation_space(self, params: EnvParams | None = None) -> spaces.Box:
-        shape = (self.view, self.view)
-        return spaces.Box(0, CODES - 1, shape if self.num_agents == 1 else (self.num_agents, *shape), jnp.uint8)
-
     # -- randomness ----------------------------------------------------------------------
 
     def spawn_draws(self, key: jax.Array, round_: jax.Array) -> jax.Array:
@@ -156,50 +146,19 @@ class PufferArena(FlatWorlds, Env):
 
     # -- dynamics ------------------------------------------------------------------------
 
-    @partial(jax.jit, static_argnames=("self",))
-    def step(self, key: jax.Array, state: EnvState, action: jax.Array, params: EnvParams | None = None):
-        """A step of the continuing world: never terminated, truncated every `max_steps_in_episode` steps."""
-        if params is None:
-            params = self.default_params
-        obs, state, reward, terminated, info = self.step_env(key, state, action, params)
-        truncated = state.time % params.max_steps_in_episode == 0
-        info = {**info, "terminated": terminated, "truncated": truncated, "final_observation": obs}
-        window = jnp.where(truncated, 0, 1)
-        state = state.replace(deaths=state.deaths * window, eaten=state.eaten * window)
-        return obs, state, reward, terminated, truncated, info
-
-    def step_env(self, key: jax.Array, state: EnvState, action: jax.Array, params: EnvParams):
-        action = jnp.asarray(action, jnp.int32)
-        if action.shape != (self.num_snakes,) and not (self.num_snakes == 1 and action.shape == ()):
-            raise ValueError(
-                f"arena_open with num_snakes={self.num_snakes} takes actions of shape ({self.num_snakes},)"
-            )
-        # One world's step through `_step_worlds`; its vmap steps all the worlds as one flat board (envs/flat.py).
-        return self._stepper(key, state, action.reshape(self.num_snakes), params)
-
     def _world_span(self) -> int:
         return max(self.num_cells, self.num_snakes * self.max_length)  # the board, or the rings if longer
 
-    def _step_worlds(self, keys, state, action, params):
-        """step_env for W worlds at once (every leaf with a leading (W,) axis), as one flat board of W x cells."""
-        n, m, cells = self.num_snakes, self.max_length, self.num_cells
-        worlds = action.shape[0]
-        world = jnp.repeat(jnp.arange(worlds, dtype=jnp.int32), n)  # each snake's world
-        ids = jnp.tile(jnp.arange(n, dtype=jnp.int32), worlds)  # its number in its world
-        base = world * cells  # its world's first cell on the flat board
-        row = (world * n + ids) * m  # its ring's first slot
-        nowhere = jnp.int32(worlds * cells)  # an index past the boards: scatters drop it
-
-        def flat(x):
-            return x.reshape(-1)
-
-        def per_snake(x):  # a parameter (one per world) for each snake
-            return jnp.repeat(jnp.asarray(x), n)
-
+    def _move(self, keys, state, action, params, snakes: FlatSnakes) -> Moved:
+        """PufferLib's rules for every snake of W worlds on their flat board (`OpenWorld._step_worlds`)."""
+        n, m, cells, worlds = self.num_snakes, self.max_length, self.num_cells, snakes.worlds
+        ids, base, nowhere = snakes.ids, snakes.base, snakes.nowhere
+        flat, per_snake, per_world = snakes.flat, snakes.per_snake, snakes.per_world
+        row = (snakes.world * n + ids) * m  # each snake's ring's first slot
         grid_0, ring_0, claim_0 = flat(state.grid), flat(state.ring), flat(state.claim)
         ptr_0, length_0, heading_0 = flat(state.ptr), flat(state.length), flat(state.heading)
         head = flat(state.head) + base
-        act = jnp.clip(flat(action), 0, 3)
+        act = jnp.clip(action, 0, 3)
         moving = length_0 > 0
         back = (length_0 >= 2) & (act == pick(OPPOSITE, heading_0))  # into the neck: straight on
         direction = jnp.where(back, heading_0, act)
@@ -237,11 +196,7 @@ class PufferArena(FlatWorlds, Env):
         ptr = jnp.where(born, 0, ptr)
         head = jnp.where(born, born_at, jnp.where(wins, target, head)) - base
         length = jnp.where(born, 1, length)
-
-        def per_world(x):
-            return x.reshape(worlds, n)
-
-        new_state = state.replace(
+        stepped = state.replace(
             grid=grid.reshape(worlds, cells),
             ring=ring.reshape(worlds, n * m),
             ptr=per_world(ptr),
@@ -249,9 +204,6 @@ class PufferArena(FlatWorlds, Env):
             length=per_world(length),
             heading=per_world(heading),
             claim=claim.reshape(worlds, cells),
-            deaths=state.deaths + per_world(dies).sum(1),
-            eaten=state.eaten + per_world(wins & (tile != EMPTY)).sum(1),
-            time=state.time + 1,
         )
         food, corpse, death = (
             per_snake(params.reward_food),
@@ -260,17 +212,9 @@ class PufferArena(FlatWorlds, Env):
         )
         reward = jnp.where(tile == FOOD, food, jnp.where(tile == CORPSE, corpse, 0.0))
         reward = jnp.where(dies, death, jnp.where(wins, reward, 0.0)).astype(jnp.float32)
-        alive = per_world(length > 0)
-        info = {
-            "score": per_world(length).sum(1).astype(jnp.float32) / jnp.maximum(alive.sum(1), 1),
-            "deaths": new_state.deaths,
-            "eaten": new_state.eaten,
-        }
-        reward = per_world(reward)
-        reward = reward[:, 0] if n == 1 else reward
         obs = self._views(grid, head + base, length, worlds)
-        obs = obs[:, 0] if n == 1 else obs
-        return obs, new_state, reward, jnp.zeros(worlds, bool), info
+        eats = wins & (tile != EMPTY)  # food or a corpse
+        return Moved(state=stepped, reward=reward, dies=dies, eats=eats, alive=length > 0, length=length, obs=obs)
 
     def _write_back_bodies(self, grid, ring, row, base, ptr, length, dies, nowhere):
         """The bodies of the dying as corpse (every second cell from the tail's) or empty: one dying snake and
@@ -348,16 +292,6 @@ class PufferArena(FlatWorlds, Env):
             time=jnp.int32(0),
         )
         return self.get_obs(state), state
-
-    def is_terminal(self, state: EnvState, params: EnvParams) -> jax.Array:
-        return jnp.zeros((), bool)
-
-    def is_truncated(self, state: EnvState, params: EnvParams) -> jax.Array:
-        return state.time % params.max_steps_in_episode == 0
-
-    def get_obs(self, state: EnvState, params: EnvParams | None = None, key: jax.Array | None = None) -> jax.Array:
-        views = self.views(state)
-        return views[0] if self.num_snakes == 1 else views
 
     def views(self, state: EnvState) -> jax.Array:
         """(num_snakes, view, view) uint8: each snake's crop of the board around its head (zeros while waiting)."""
