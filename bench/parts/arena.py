@@ -18,12 +18,13 @@
 - PufferLib's configuration: `env=arena_open` (envs/arena_open.py) on PufferLib Snake's default map per
   world (640x360, 256 snakes, 4096 food, an 11x11 crop: its vision 5), env only against the number of
   worlds, under both rule sets (Battlesnake's, and PufferLib's own: `env.rules=pufferlib`,
-  envs/arena_puffer.py), beside PufferLib's own C Snake measured in the same run: its `snake.h` and
-  timing harness from `shared/peers/pufferlib_snake/` (found beside the checkout, or at
-  $JAXRL_PUFFERLIB_SNAKE), built with `cc -O3 -march=native` and run as one process per core at once
-  (the whole machine). jaxrl is one process on every core, measured on one XLA device and on one XLA CPU
-  device per core (a process of its own with JAX_NUM_CPU_DEVICES, each device stepping its own worlds
-  under shard_map). Without the source it says so and goes on.
+  envs/arena_puffer.py), beside PufferLib's own C Snake measured in the same run: its `snake.h` from
+  the pufferlib 3.0.0 sdist on PyPI (downloaded once into ~/.cache/jaxrl, its sha256 checked; or at
+  $JAXRL_PUFFERLIB_SNAKE) inside the project's timing harness (bench/peers/pufferlib_snake.py), built with
+  `cc -O3 -march=native` and run as one process per core at once (the whole machine). jaxrl is one
+  process on every core, measured on one XLA device and on one XLA CPU device per core (a process of its
+  own with JAX_NUM_CPU_DEVICES, each device stepping its own worlds under shard_map). Without the source
+  (offline, a wrong checksum, no C compiler) it says so in one line and goes on.
   The harnesses match: random actions from a cache of 1024 steps, every observation read.
 - PPO on the open arena at PufferLib's defaults, both rule sets: training snake-steps/s beside env only,
   and per core beside PufferLib's published training figure (theirs, labelled as such).
@@ -55,9 +56,7 @@ TITLE = "Arena: snake-steps/s beside Snake alone, bots against bots, PPO"
 PUFFERLIB_PUBLISHED = "over 10M env steps/s per CPU core (PufferLib's own figure for its C Snake, on its machine)"
 PUFFERLIB_TRAINING = 235.7e3  # PufferLib's published Snake training steps/s: an M4 Mac mini, 10 cores (PR #318)
 PUFFERLIB_TRAINING_CORES = 10
-PUFFERLIB_MISSING = (
-    "PufferLib source not found (shared/peers/pufferlib_snake/ beside the checkout, or $JAXRL_PUFFERLIB_SNAKE)"
-)
+PUFFERLIB_MISSING = "PufferLib source not available"
 RULES = ("battlesnake", "pufferlib")
 KINDS = ("greedy", "random_safe")
 
@@ -267,60 +266,26 @@ def open_speed(ctx: Context) -> list[dict[str, Any]]:
     return rows + open_on_cores(ctx, settings, steps, cores)
 
 
-def pufferlib_source() -> Path | None:
-    """The folder of PufferLib's snake.h and its timing harness (bench.c): $JAXRL_PUFFERLIB_SNAKE, else
-    shared/peers/pufferlib_snake beside the working folder or any folder above it."""
-    import os
-
-    given = os.environ.get("JAXRL_PUFFERLIB_SNAKE")
-    places = [Path(given)] if given else []
-    for folder in [Path.cwd(), *Path.cwd().parents]:
-        places += [folder / "shared" / "peers" / "pufferlib_snake", folder / "peers" / "pufferlib_snake"]
-    return next((p for p in places if (p / "bench.c").is_file() and (p / "snake.h").is_file()), None)
-
-
-def pufferlib_speed(ctx: Context) -> dict[str, Any] | None:
+def pufferlib_speed(ctx: Context) -> dict[str, Any]:
     """PufferLib's C Snake at its defaults (16 worlds of its map per process), one process per core at once:
-    snake-steps/s in all (the sum) and per process, best of a few rounds. None without the source or a C compiler."""
-    import shutil
-    import subprocess
-    import tempfile
+    snake-steps/s in all (the sum) and per process, best of a few rounds, as `{"pufferlib_c": record}`. Where it
+    cannot be measured (no source, no network, a wrong checksum, no C compiler): `{"pufferlib_c": None,
+    "pufferlib_missing": why}`, said in one line. Smoke runs download nothing."""
+    from jaxrl.bench.peers import pufferlib_snake
 
-    source = pufferlib_source()
-    compiler = shutil.which("cc") or shutil.which("gcc") or shutil.which("clang")
-    if source is None or compiler is None:
-        ctx.skip(PUFFERLIB_MISSING if source is None else "no C compiler (cc) for PufferLib's C Snake")
-        return None
     cores = max(1, int(ctx.machine.get("cores") or 1))
     seconds, rounds = ctx.pick(1.0, 4.0, 8.0), ctx.pick(1, 2, 3)
-    with tempfile.TemporaryDirectory() as tmp:
-        binary = Path(tmp) / "snake_bench"
-        build = [compiler, "-O3", "-march=native", "-o", str(binary), str(source / "bench.c"), "-lm"]
-        made = subprocess.run(build, capture_output=True, text=True)
-        if made.returncode != 0:
-            ctx.skip(f"PufferLib's C Snake did not build: {(made.stderr.strip().splitlines() or ['?'])[-1][:160]}")
-            return None
-        totals, singles = [], []
-        for _ in range(rounds):
-            procs = [
-                subprocess.Popen([str(binary), str(seconds)], stdout=subprocess.PIPE, text=True) for _ in range(cores)
-            ]
-            rates = [float(p.communicate()[0].split("snake-steps/s")[0].split(":")[-1]) for p in procs]
-            totals.append(sum(rates))
-            singles.append(rates)
-    out = {
-        "source": str(source),
-        "build": "cc -O3 -march=native bench.c -lm",
-        "processes": cores,
-        "snake_sps": max(totals),
-        "rounds": totals,
-        "per_process": singles[int(np.argmax(totals))],
-    }
+    try:
+        out = pufferlib_snake.measure(cores, seconds, rounds, download=ctx.mode != "smoke")
+    except pufferlib_snake.Unavailable as e:
+        missing = f"{PUFFERLIB_MISSING} ({e})"
+        ctx.skip(missing)
+        return {"pufferlib_c": None, "pufferlib_missing": missing}
     ctx.say(
-        f"PufferLib C Snake, {cores} processes at once (16 worlds each): {fmt_rate(out['snake_sps'])} snake-steps/s"
-        f" in all (rounds: {', '.join(fmt_rate(t) for t in totals)})"
+        f"PufferLib C Snake ({out['source']}), {cores} processes at once (16 worlds each):"
+        f" {fmt_rate(out['snake_sps'])} snake-steps/s in all (rounds: {', '.join(fmt_rate(t) for t in out['rounds'])})"
     )
-    return out
+    return {"pufferlib_c": out}
 
 
 def open_training(ctx: Context, env_rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -544,7 +509,7 @@ def run(ctx: Context) -> dict[str, Any]:
     out: dict[str, Any] = {
         "rules": rules_speed(ctx),
         "env": env_speed(ctx),
-        "pufferlib_c": pufferlib_speed(ctx),
+        **pufferlib_speed(ctx),
         "open": open_speed(ctx),
         "bots": bot_table(ctx),
         "ppo": ppo_speed(ctx),
@@ -601,7 +566,7 @@ def headlines(out: dict[str, Any]) -> list[dict[str, str]]:
             f"; PufferLib's C Snake measured beside it, one process per core: {fmt_rate(c['snake_sps'])}"
             f" ({fmt_ratio(top['snake_sps'] / c['snake_sps'])})"
             if c
-            else f"; {PUFFERLIB_MISSING}"
+            else f"; {out.get('pufferlib_missing', PUFFERLIB_MISSING)}"
         )
         on = "one device" if top.get("devices", 1) == 1 else f"{top['devices']} CPU devices, one per core"
         lines.append(
@@ -680,12 +645,14 @@ def report(result: dict[str, Any]) -> str:
     if c:
         md += [
             "",
-            f"**PufferLib's C Snake** (its snake.h and harness, `{c['build']}`, {c['processes']} processes at once,"
+            f"**PufferLib's C Snake** (its snake.h from {c['source']}, the project's harness, `{c['build']}`,"
+            f" {c['processes']} processes at once,"
             f" 16 worlds each): {fmt_rate(c['snake_sps'])} snake-steps/s in all; per process"
             f" {', '.join(fmt_rate(x) for x in c['per_process'])}. PufferLib's own claim: {result['pufferlib']}.",
         ]
     else:
-        md += ["", f"**PufferLib's C Snake**: {PUFFERLIB_MISSING}; PufferLib's own claim: {result['pufferlib']}."]
+        missing = result.get("pufferlib_missing", PUFFERLIB_MISSING)
+        md += ["", f"**PufferLib's C Snake**: {missing}; PufferLib's own claim: {result['pufferlib']}."]
     if result.get("open_training"):
         md += ["", "**PPO on the open arena** (configs/tuned/ppo_arena_open.yaml)\n"]
         md += ["| rules | snake-steps/s | per core | env only, 2 worlds | share |", "|---|---|---|---|---|"]

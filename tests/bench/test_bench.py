@@ -122,24 +122,6 @@ def test_a_cpus_title_and_results_folder_name_its_family_and_model_where_known()
     assert title(gpu) == "NVIDIA H200" and machine_slug(gpu) == "nvidia-h200"
 
 
-def test_without_pufferlibs_source_the_arena_part_says_so_and_goes_on(tmp_path, monkeypatch, capsys):
-    """A user's folder has no shared/peers/pufferlib_snake: one line says so and the C's row is left out."""
-    from jaxrl.bench.common import Context
-    from jaxrl.bench.parts import arena
-
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.setenv("JAXRL_PUFFERLIB_SNAKE", str(tmp_path / "nowhere"))
-    assert arena.pufferlib_source() is None
-    ctx = Context(mode="smoke", out=tmp_path, machine={"cores": 2, "platform": "cpu"})
-    assert arena.pufferlib_speed(ctx) is None
-    assert ctx.notes == [arena.PUFFERLIB_MISSING] and "PufferLib source not found" in capsys.readouterr().out
-    harness = tmp_path / "peers" / "pufferlib_snake"  # found again once it is there
-    harness.mkdir(parents=True)
-    (harness / "bench.c").write_text("")
-    (harness / "snake.h").write_text("")
-    assert arena.pufferlib_source() == harness
-
-
 def test_the_train_part_on_its_own_times_one_chunk_and_saves_its_figures(tmp_path, capsys):
     from jaxrl.bench.parts import train
 
