@@ -182,6 +182,31 @@ def test_the_readme_stands_a_device_on_its_newest_full_report_not_a_newer_quick_
     assert [folder.name for folder, _ in bench_readme.latest_reports(tmp_path)] == ["gpu-full", "cpu-full-new"]
 
 
+def test_the_readme_block_names_each_figures_date_and_cpu(tmp_path):
+    """Two CPU models of one name are two machines, each standing on its own report; every row of the table
+    names the date its part ran and the CPU, a model known only from its folder's name included."""
+    results = tmp_path / "results"
+
+    def report(name: str, mode: str, when: str, machine: dict, figure: str) -> None:
+        folder = results / name
+        folder.mkdir(parents=True)
+        (folder / "report.md").write_text("x")
+        head = {"what": "Snake 10x10, env only", "figure": figure}
+        rec = {"part": "env", "mode": mode, "when": when, "machine": machine, "result": {"headlines": [head]}}
+        (folder / "env.json").write_text(json.dumps(rec))
+
+    xeon = {"device": "cpu:cpu", "platform": "cpu", "cpu": "Intel(R) Xeon(R) Processor", "cores": 2}
+    report("cpu-2c-intel-xeon-model-207-2026-12-02", "quick", "2026-12-02T10:00:00", xeon, "1.0M steps/s")
+    model_167 = {**xeon, "cpu_family": "6", "cpu_model_number": "167"}
+    report("cpu-2c-intel-xeon-model-167-2026-12-04", "quick", "2026-12-04T10:00:00", model_167, "2.0M steps/s")
+    readme = tmp_path / "README.md"
+    rows = [line for line in bench_readme.block(results, readme).splitlines() if line.startswith("| env |")]
+    assert rows == [
+        "| env | Snake 10x10, env only | 1.0M steps/s | 2026-12-02, 2-core Intel Xeon model 207, quick mode |",
+        "| env | Snake 10x10, env only | 2.0M steps/s | 2026-12-04, 2-core Intel Xeon family 6 model 167, quick mode |",
+    ]
+
+
 @pytest.mark.slow
 def test_the_readme_block_is_generated_from_the_latest_report(smoke_run, tmp_path):
     out, _ = smoke_run
