@@ -18,6 +18,7 @@ import numpy as np
 from flax import struct
 from gymnax.environments import environment, spaces
 
+from jaxrl.envs import controls
 from jaxrl.envs.base import Env
 from jaxrl.envs.checks import COUNT, FINITE, SHARE, check, check_int_setting, whole
 from jaxrl.envs.kernels import DCOL, DROW, fusion_boundary, hash32, mix, pick
@@ -42,6 +43,7 @@ SNAKE_COLOURS = [
     (255, 120, 170),
     (150, 110, 70),
 ] * 4
+COLOUR_NAMES = ("green", "blue", "orange", "purple", "cyan", "yellow", "rose", "tan")  # SNAKE_COLOURS' first 8
 
 
 def _shuffle(u: jax.Array) -> jax.Array:
@@ -148,6 +150,8 @@ class Arena(Env):
     name = "arena"
     num_actions = 4
     causes = CAUSES  # info["cause"]: why the first learner is out (evaluation counts them)
+    rulesets = RULESETS  # what `ruleset=` takes
+    letters = LETTERS  # render_text's letter of snake k
 
     BOT_SALT = 0x5EED_0004  # the bots' tie-breaks; food draws use FOOD_SALT, the chance of food STEP_SALT
     FOOD_SALT = 0x5EED_0005
@@ -248,6 +252,84 @@ class Arena(Env):
         """A game's result for the learners: 1 won (the last snake), 0 outlived by another snake, 0.5 otherwise
         (survivors at the truncation, or the last snakes dying together)."""
         return jnp.where(info["won"], 1.0, jnp.where(info["placement"] <= 1, 0.5, 0.0)).astype(jnp.float32)
+
+    # -- seats: head to head, rating, the play page --------------------------------------
+
+    bot_kinds = ("greedy", "random_safe")  # the weakest last: ratings are anchored there
+    game_settings = ("size", "ruleset")  # the view and the snakes a run trained beside are its own
+
+    def game_seats(self, params: EnvParams) -> int:
+        return self.num_agents + int(np.asarray(params.num_bots))
+
+    def table(self, seats: int | None = None) -> Arena:
+        """Every one of `seats` snakes (default num_snakes) a seat taking its action; no bots, no bot policy."""
+        n = self.num_snakes if seats is None else seats
+        return Arena(size=self.size, num_snakes=n, num_agents=n, view=self.view, ruleset=self.ruleset)
+
+    def bot_actions(self, key: jax.Array, state: EnvState, kind: str) -> jax.Array:
+        if kind not in self.bot_kinds:
+            raise ValueError(f"bot {kind!r} is invalid: the arena's bots are {', '.join(self.bot_kinds)}")
+        scripted = state.replace(greedy=jnp.full_like(state.alive, kind == "greedy"))
+        return ((self.bot_directions(key, scripted) - state.heading + 1) % 4).astype(jnp.int32)
+
+    def seat_alive(self, state: EnvState) -> jax.Array:
+        return state.alive
+
+    def seat_placement(self, state: EnvState, returns: jax.Array) -> jax.Array:
+        """1 for a snake still on the board, else its placement (1 + the snakes that outlived it)."""
+        return jnp.where(state.alive, 1, jnp.maximum(state.placement, 1)).astype(jnp.float32)
+
+    def seat_status(self, state: EnvState) -> list[dict]:
+        length, alive, placement = (np.asarray(x) for x in (state.length, state.alive, state.placement))
+        return [
+            {
+                "mark": COLOUR_NAMES[k % len(COLOUR_NAMES)][0],
+                "colour": list(SNAKE_COLOURS[k]),
+                "length": int(length[k]),
+                "alive": bool(alive[k]),
+                "placement": int(placement[k]),
+            }
+            for k in range(self.num_snakes)
+        ]
+
+    def set_bots(self, params: EnvParams, kind: str | None, count: int | None) -> EnvParams:
+        fill = lambda field, value: jnp.full_like(getattr(params, field), value)
+        if count is not None:
+            if not 0 <= count <= self.opponent_slots:
+                raise ValueError(
+                    f"num_bots={count} is invalid: the run's arena has room for 0 to {self.opponent_slots} bots"
+                )
+            params = params.replace(num_bots=fill("num_bots", count))
+        if kind == "policy":
+            params = params.replace(policy_share=fill("policy_share", 1.0))
+        elif kind is not None:
+            if kind not in self.bot_kinds:
+                raise ValueError(f"opponents={kind} is invalid: allowed {', '.join(self.bot_kinds)} or a policy")
+            greedy = 1.0 if kind == "greedy" else 0.0
+            params = params.replace(greedy_share=fill("greedy_share", greedy), policy_share=fill("policy_share", 0.0))
+        return params
+
+    def action_names(self) -> tuple[str, ...]:
+        return (*controls.RELATIVE, "back")
+
+    def person_action(self, state: EnvState, seat: int, move: str | None) -> int:
+        """A compass key straight back is "back" only on a stacked start's first move; later it goes on."""
+        controls.check_move(move)
+        heading = int(np.asarray(state.heading)[seat])
+        if controls.reverses(heading, move) and int(np.asarray(state.time)) == 0:
+            return 3
+        return controls.turn(heading, move) + 1
+
+    def result_line(self, info: dict, names: list[str], you: int | None) -> str:
+        winner = int(np.asarray(info["winner"])) if "winner" in info else -1
+        if you is not None and "snake_placement" in info:
+            place = int(np.asarray(info["snake_placement"])[you]) or 1
+            return ("you won" if winner == you else f"you placed {place} of {len(names)}") + (
+                f"; {names[winner]} won" if winner >= 0 and winner != you else ""
+            )
+        if 0 <= winner < len(names):
+            return f"{names[winner]} (seat {winner}) won"
+        return "no snake left alone: a draw" if winner < 0 else "won"
 
     @property
     def default_params(self) -> EnvParams:

@@ -17,6 +17,7 @@ import numpy as np
 from flax import struct
 from gymnax.environments import environment
 
+from jaxrl.envs import controls
 from jaxrl.envs.arena import SNAKE_COLOURS
 from jaxrl.envs.checks import COUNT, FINITE, INT32_MAX, check, check_int_setting
 from jaxrl.envs.flat import distinct_cells
@@ -87,6 +88,18 @@ class PufferArena(OpenWorld):
 
     num_actions = 4
     rules = "pufferlib"
+    MOVES = ("up", "down", "left", "right")  # PufferLib's four moves, in its order
+
+    def action_names(self) -> tuple[str, ...]:
+        return self.MOVES
+
+    def person_action(self, state: EnvState, seat: int, move: str | None) -> int:
+        """Absolute moves; a turn, or nothing, is taken from the last move."""
+        if move in controls.DIRECTIONS:
+            return self.MOVES.index(move)
+        compass = controls.DIRECTIONS.index(self.MOVES[int(np.asarray(state.heading)[seat])])
+        return self.MOVES.index(controls.DIRECTIONS[(compass + controls.turn(compass, move)) % 4])
+
     observation_codes = CODES  # a cell is one of this many codes: networks one-hot it
 
     SPAWN_SALT = 0x5EED_0009

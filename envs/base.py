@@ -16,6 +16,7 @@ from typing import Any
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 from gymnax.environments import environment, spaces
 
 from jaxrl.envs import kernels
@@ -150,6 +151,93 @@ class Env(environment.Environment):
     def learner_result(info: dict) -> jax.Array:
         """() float32 from a game's last step's info: 1 learners won, 0.5 level, 0 lost (self-play). Default: none."""
 
+    # -- seats: the games played after training -----------------------------------------
+    # Head-to-head games, ratings, the play page and the Battlesnake server seat players through these,
+    # never through an env's name. A "table" is the env with every seat taking an action.
+
+    @property
+    def num_seats(self) -> int:
+        """Players in one game, the learners and the bots' seats (trained/headtohead.py, play/). Default:
+        `num_agents + opponent_slots`."""
+        return _agents(self) + (getattr(self, "opponent_slots", None) or 0)
+
+    def game_seats(self, params: Any) -> int:
+        """Seats that play a game under these concrete params (play/: the learners and the bots that take part).
+        Default: `num_seats`."""
+        return hook(self, "num_seats")
+
+    game_settings: tuple[str, ...] = ()
+    """Constructor settings two players must share to sit at one table (head to head, rating, play); the others
+    are a player's own (what it sees). Default: none, beyond states of one shape."""
+
+    def table(self, seats: int | None = None) -> Env:
+        """This env with each of `seats` seats (None: `num_seats`) taking an action and no bots of its own:
+        head-to-head games, ratings, the play page. Default: the env itself when every seat is already an agent."""
+        if getattr(self, "opponent_slots", None) or seats not in (None, _agents(self)):
+            raise ValueError(f"{self.name} seats {_agents(self)} players and sets no table of {seats}")
+        return self
+
+    def seat_obs(self, state: Any) -> jax.Array:
+        """(num_agents, *observation) what each seat of a table sees (trained/headtohead.py, play/). Default:
+        `get_obs` with a seat axis."""
+        obs = self.get_obs(state, self.default_params)
+        return obs if _agents(self) > 1 else obs[None]
+
+    bot_kinds: tuple[str, ...] = ("random",)
+    """The scripted players `bot_actions` knows, by name, the weakest last (ratings are anchored at it): head to
+    head, rating, play, `opponents=`. Default: ("random",)."""
+
+    def bot_actions(self, key: jax.Array, state: Any, kind: str) -> jax.Array:
+        """(num_agents,) int32: scripted player `kind`'s action in every seat of a table (head to head, play).
+        Default: "random", uniform over the actions."""
+        return jax.random.randint(key, (_agents(self),), 0, self.num_actions, jnp.int32)
+
+    def seat_alive(self, state: Any) -> jax.Array:
+        """(num_agents,) bool: the seats still in a table's game; a side with none left has lost (head to head).
+        Default: all, until the episode ends."""
+        return jnp.ones(_agents(self), bool)
+
+    def seat_placement(self, state: Any, returns: jax.Array) -> jax.Array:
+        """(num_agents,) float32 at a game's end, 1 the best, ties shared (head to head: the side holding the best
+        seat wins). Default: 1 + the seats whose return so far is higher."""
+        return 1.0 + jnp.sum(returns[None, :] > returns[:, None], axis=1).astype(jnp.float32)
+
+    def seat_status(self, state: Any) -> list[dict[str, Any]]:
+        """Per seat of a table, concrete arrays: what the play page and head-to-head captions show, any of
+        "mark" (a short label), "colour" ([r, g, b]), "length", "alive", "placement". Default: each seat's number."""
+        return [{"mark": str(k)} for k in range(hook(self, "num_seats"))]
+
+    @absent
+    def set_bots(self, params: Any, kind: str | None, count: int | None) -> Any:
+        """The params with `count` of the env's own bots in a game, played by `kind` (one of `bot_kinds`, or
+        "policy": the attached `with_bot_policy`); ValueError naming what is allowed (`opponents=`, `num_bots=`).
+        Default: none."""
+
+    # -- a person at the table -----------------------------------------------------------
+
+    def action_names(self) -> tuple[str, ...]:
+        """The actions by name, in their order (the play page's readout). Default: their numbers."""
+        return tuple(str(a) for a in range(self.num_actions))
+
+    def person_action(self, state: Any, seat: int, move: str | None) -> int:
+        """The action of a person's key `move` ("up", "turn_left", "collect", ... or an action's name; None: go on)
+        at `seat`, from concrete state (play/). Default: the action named `move`, else 0."""
+        names = self.action_names()
+        return names.index(move) if move in names else 0
+
+    def shown_numbers(self, state: Any, numbers: np.ndarray) -> np.ndarray:
+        """The policy's numbers per action as the board lies (play/: Snake swaps a mirrored episode's left and
+        right back). Default: unchanged."""
+        return numbers
+
+    def result_line(self, info: dict[str, Any], names: list[str], you: int | None) -> str:
+        """A finished game in a line for the play page, from the last step's concrete info. Default: the score
+        or the return."""
+        if "score" in info:
+            won = bool(np.asarray(info.get("won", False)))
+            return f"score {float(np.asarray(info['score'])):g}" + (" (won)" if won else "")
+        return "game over"
+
     # -- batching -----------------------------------------------------------------------
 
     @absent
@@ -174,6 +262,21 @@ HOOKS = (
     "opponent_obs",
     "opponent_actions",
     "learner_result",
+    "num_seats",
+    "game_seats",
+    "game_settings",
+    "table",
+    "seat_obs",
+    "bot_kinds",
+    "bot_actions",
+    "seat_alive",
+    "seat_placement",
+    "seat_status",
+    "set_bots",
+    "action_names",
+    "person_action",
+    "shown_numbers",
+    "result_line",
     "vectorized",
 )
 
@@ -192,6 +295,10 @@ def offers(env: Any, name: str) -> bool:
     if found is None:
         return False
     return getattr(found, "__func__", found) is not declared if callable(declared) else found != declared
+
+
+def _agents(env: Any) -> int:
+    return getattr(env, "num_agents", 1)
 
 
 def _known(name: str) -> str:

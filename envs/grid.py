@@ -14,6 +14,7 @@ import numpy as np
 from flax import struct
 from gymnax.environments import environment, spaces
 
+from jaxrl.envs import controls
 from jaxrl.envs.base import Env
 from jaxrl.envs.checks import FINITE, INT32_MAX, check, check_int_setting, whole
 from jaxrl.envs.kernels import hash32, mix, pick
@@ -223,7 +224,7 @@ class GridWorld(Env):
         else:
             action = action.reshape(self.num_agents)
             if self.num_bots:
-                action = jnp.concatenate([action, self.bot_actions(key, state)])
+                action = jnp.concatenate([action, self._collectors(key, state)])
         # All agents move at once (see the class docstring for the conflict rule). Cells are
         # numbered row * size + col, so each pairwise check is one comparison.
         to_row, to_col = state.row + pick(DROW, action), state.col + pick(DCOL, action)
@@ -268,6 +269,20 @@ class GridWorld(Env):
         reward = reward[0] if self.num_agents == 1 else reward
         return self.get_obs(new_state), new_state, reward, jnp.bool_(False), info
 
+    # -- a person at the play page --------------------------------------------
+
+    def action_names(self) -> tuple[str, ...]:
+        return ("stay", "up", "right", "down", "left", "collect")
+
+    def person_action(self, state: EnvState, seat: int, move: str | None) -> int:
+        controls.check_move(move)
+        if move in controls.DIRECTIONS:
+            return 1 + controls.DIRECTIONS.index(move)
+        return 5 if move == "collect" else 0
+
+    def result_line(self, info: dict, names: list[str], you: int | None) -> str:
+        return f"collected {int(np.asarray(info['score']))}"
+
     # -- opponents given from outside (jaxrl's self-play: a pool of past policies drives the bots) ----
 
     @property
@@ -287,14 +302,14 @@ class GridWorld(Env):
 
     def opponent_actions(self, key: jax.Array, state: EnvState) -> jax.Array:
         """(num_bots,) the scripted collectors' actions."""
-        return self.bot_actions(key, state)
+        return self._collectors(key, state)
 
     @staticmethod
     def learner_result(info: dict) -> jax.Array:
         """An episode's result for the learners: 1 when they collected more than the bots, 0.5 level, else 0."""
         return (0.5 + 0.5 * jnp.sign(info["score"] - info["bot_score"])).astype(jnp.float32)
 
-    def bot_actions(self, key: jax.Array, state: EnvState) -> jax.Array:
+    def _collectors(self, key: jax.Array, state: EnvState) -> jax.Array:
         """(num_bots,) the scripted collectors' actions: collect the unit underfoot; else step toward the
         nearest unit present in the bot's view (Manhattan distance, ties at random; along the longer
         axis of the way); else wander (a random move)."""

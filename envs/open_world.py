@@ -13,8 +13,10 @@ from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 from gymnax.environments import spaces
 
+from jaxrl.envs import controls
 from jaxrl.envs.base import Env
 from jaxrl.envs.checks import check_int_setting
 from jaxrl.envs.flat import FlatWorlds
@@ -146,6 +148,34 @@ class OpenWorld(FlatWorlds, Env):
     def views(self, state: Any) -> jax.Array:
         """(num_snakes, view, view) uint8: each snake's crop around its head (zeros while it waits)."""
         raise NotImplementedError  # pragma: no cover - each arena defines it
+
+    # -- a person at the play page: the first snakes of the first world -------------------
+
+    SHOWN = 8  # seats the page lists (of up to hundreds of snakes)
+
+    def seat_status(self, state: Any) -> list[dict]:
+        from jaxrl.envs.arena import SNAKE_COLOURS
+
+        length = np.asarray(state.length)
+        alive = np.asarray(state.alive) if hasattr(state, "alive") else length > 0
+        return [
+            {
+                "colour": list(SNAKE_COLOURS[k % len(SNAKE_COLOURS)]),
+                "length": int(length[k]),
+                "alive": bool(alive[k]),
+                "placement": 0,
+            }
+            for k in range(min(self.SHOWN, len(length)))
+        ]
+
+    def action_names(self) -> tuple[str, ...]:
+        return controls.RELATIVE
+
+    def person_action(self, state: Any, seat: int, move: str | None) -> int:
+        return controls.turn(int(np.asarray(state.heading)[seat]), move) + 1
+
+    def result_line(self, info: dict, names: list[str], you: int | None) -> str:
+        return f"a window of the world ended: mean length {float(np.asarray(info['score'])):.1f}"
 
 
 __all__ = ["FlatSnakes", "Moved", "OpenWorld", "check_board", "check_view"]

@@ -31,6 +31,10 @@ class UnknownEnvError(ValueError):
     """An env name that is neither registered nor a gymnax id."""
 
 
+class PluginError(UnknownEnvError):
+    """A module of $JAXRL_ENVS or a `jaxrl.envs` entry point that fails to load: one line naming it."""
+
+
 class EnvSettingError(ValueError):
     """An env setting out of range; the message is "name=value is invalid: must be ..."."""
 
@@ -178,13 +182,50 @@ def register(
     return found
 
 
+PLUGINS = "JAXRL_ENVS"  # modules (comma-separated) that register envs, imported before a name is looked up
+ENTRY_POINTS = "jaxrl.envs"  # an installed package's entry points in this group: loading one registers its envs
+_plugins_loaded = False
+
+
+def load_plugins() -> None:
+    """Import the env modules named in $JAXRL_ENVS and load the `jaxrl.envs` entry points, once per process,
+    so that every command (train, eval, rate, play) knows a user's envs. PluginError, one line, for a
+    module that cannot be imported."""
+    global _plugins_loaded
+    if _plugins_loaded:
+        return
+    _plugins_loaded = True
+    import importlib
+    import importlib.metadata
+    import os
+
+    for module in filter(None, (m.strip() for m in os.environ.get(PLUGINS, "").split(","))):
+        try:
+            importlib.import_module(module)
+        except Exception as e:  # noqa: BLE001  (a user's module: whatever it raises is said in one line)
+            reason = (str(e).strip().splitlines() or [""])[0][:160]
+            raise PluginError(f"{PLUGINS}={module} cannot be imported ({type(e).__name__}: {reason})") from None
+    for entry in importlib.metadata.entry_points(group=ENTRY_POINTS):
+        try:
+            loaded = entry.load()
+            if callable(loaded) and not isinstance(loaded, type):
+                loaded()
+        except Exception as e:  # noqa: BLE001
+            reason = (str(e).strip().splitlines() or [""])[0][:160]
+            raise PluginError(f"entry point {entry.name} ({entry.value}) failed: {type(e).__name__}: {reason}")
+
+
 def registered_names() -> list[str]:
     """Registered names (ours first, in registration order), then every other gymnax id."""
+    load_plugins()
     return list(_ENVS) + [n for n in gymnax.registered_envs if n not in _ENVS]
 
 
 def spec(name: str) -> EnvSpec:
     """The descriptor of `name` (gymnax ids are described on first use); UnknownEnvError otherwise."""
+    if name in _ENVS:
+        return _ENVS[name]
+    load_plugins()
     if name in _ENVS:
         return _ENVS[name]
     if name in gymnax.registered_envs:

@@ -15,6 +15,7 @@ import numpy as np
 from flax import struct
 from gymnax.environments import environment, spaces
 
+from jaxrl.envs import controls
 from jaxrl.envs.base import Env
 from jaxrl.envs.checks import COUNT, FINITE, SHARE, check, check_int_setting
 from jaxrl.envs.kernels import DCOL, DROW, fusion_boundary, pick
@@ -144,6 +145,31 @@ class Snake(Env):
 
     def observation_space(self, params: EnvParams | None = None) -> spaces.Box:
         return spaces.Box(0, 1, (self.size, self.size, 3), jnp.uint8)
+
+    # -- a person at the play page --------------------------------------------
+
+    def action_names(self) -> tuple[str, ...]:
+        return controls.DIRECTIONS if self.actions == "absolute" else controls.RELATIVE
+
+    def person_action(self, state: EnvState, seat: int, move: str | None) -> int:
+        heading = int(np.asarray(state.direction))
+        turn = controls.turn(heading, move)
+        mirrored = bool(np.asarray(state.mirrored))
+        if self.actions == "absolute":
+            direction = (heading + turn) % 4
+            return 4 - direction if mirrored and direction % 2 == 1 else direction  # the env swaps left and right back
+        return 1 - turn if mirrored else turn + 1
+
+    def shown_numbers(self, state: EnvState, numbers: np.ndarray) -> np.ndarray:
+        numbers = np.asarray(numbers, np.float64).copy()
+        if bool(np.asarray(state.mirrored)):
+            a, b = (1, 3) if self.actions == "absolute" else (0, 2)
+            numbers[[a, b]] = numbers[[b, a]]
+        return numbers
+
+    def result_line(self, info: dict, names: list[str], you: int | None) -> str:
+        won = bool(np.asarray(info.get("won", False)))
+        return f"score {int(np.asarray(info['score']))}" + (": a full board, won" if won else "")
 
     # -- bitboard helpers ---------------------------------------------------
 

@@ -228,8 +228,8 @@ class Run:
         return evaluate(self, episodes=episodes, greedy=greedy, render=render, fps=fps, out=path, member=member)
 
     def play_against(self, other: Any, episodes: int = 1000, seed: int = 0, step: int | None = None) -> dict:
-        """Head-to-head games in the arena of this run's greedy policy against `other` (a Run, a run directory,
-        `PATH@STEP`, or a bot: "greedy" | "random_safe"), seats rotated (`jaxrl.opponents.headtohead`):
+        """Head-to-head games at this run's env's table of its greedy policy against `other` (a Run, a run
+        directory, `PATH@STEP`, or one of the env's bots: the arena's "greedy" | "random_safe"), seats rotated:
         {"a_wins", "b_wins", "draws", "a_score", "a_placement", "b_placement", ...}, this run as `a`."""
         from jaxrl.opponents import headtohead
 

@@ -120,6 +120,7 @@ SLOW_TIER = {
     "tests/algos/test_pqn.py::test_pqn_on_several_agents_trains_evaluates_and_resumes",
     "tests/algos/test_a2c.py::test_a2c_on_several_agents_trains_evaluates_and_resumes",
     "tests/envs/test_registry.py::test_a_script_that_registers_its_env_trains_it_from_the_command_line",
+    "tests/envs/test_user_env.py::test_a_users_env_is_trained_rated_played_and_met_head_to_head_by_the_arenas_commands",
     # second variants of a mechanism whose first variant stays in the default tier
     "tests/run/test_reliability.py::test_training_passes_the_key_reuse_checker[snake-dqn]",
     "tests/envs/test_grid.py::test_several_agents_per_world_train_one_shared_network_and_evaluate[dqn]",

@@ -235,3 +235,68 @@ def test_every_package_folder_is_installed_by_pip_install_dot():
         if "__pycache__" not in p.parts
     }
     assert found <= listed, sorted(found - listed)
+
+
+# -- jaxrl/ knows envs through the contract (envs/base.py), never by name ------------------------------------
+
+# envs/ modules that are the contract and its tools, not an env: jaxrl/ may import these.
+ENV_TOOLS = {"base", "registry", "render", "kernels", "spaces", "checks", "controls", "gymnasium_adapter"}
+
+
+def env_names_and_imports(root: Path, names: set[str]) -> list[str]:
+    """Every comparison of a string in `names` (==, !=, in, not in) and every import of an envs/ module that is
+    not in ENV_TOOLS, in the .py files under `root`, as 'file:line what'."""
+    found = []
+    for path in sorted(root.rglob("*.py")):
+        tree = ast.parse(path.read_text(), str(path))
+        where = lambda node, what: found.append(f"{path.relative_to(root)}:{node.lineno} {what}")
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Compare):
+                for side in (node.left, *node.comparators):
+                    items = side.elts if isinstance(side, ast.Tuple | ast.List | ast.Set) else [side]
+                    for item in items:
+                        if isinstance(item, ast.Constant) and item.value in names:
+                            where(node, f"compares {item.value!r}")
+            elif isinstance(node, ast.ImportFrom) and node.module:
+                module = node.module.split(".")
+                if module[:2] == ["jaxrl", "envs"] and len(module) > 2 and module[2] not in ENV_TOOLS:
+                    where(node, f"imports {node.module}")
+                if module == ["jaxrl", "envs"]:
+                    for alias in node.names:
+                        if (root.parent / "envs" / f"{alias.name}.py").is_file() and alias.name not in ENV_TOOLS:
+                            where(node, f"imports jaxrl.envs.{alias.name}")
+            elif isinstance(node, ast.Import):
+                for alias in node.names:
+                    module = alias.name.split(".")
+                    if module[:2] == ["jaxrl", "envs"] and len(module) > 2 and module[2] not in ENV_TOOLS:
+                        where(node, f"imports {alias.name}")
+    return found
+
+
+def test_jaxrl_compares_no_env_name_and_imports_no_env_module():
+    from jaxrl import envs
+
+    ours = set(envs.registered_names()) - set(_gymnax_ids())
+    assert {"snake", "grid", "arena", "arena_open"} <= ours
+    assert env_names_and_imports(ROOT / "jaxrl", ours) == []
+
+
+def _gymnax_ids() -> list[str]:
+    import gymnax
+
+    return list(gymnax.registered_envs)
+
+
+def test_the_env_name_check_finds_a_comparison_and_an_env_import(tmp_path):
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "envs").mkdir()
+    (tmp_path / "envs" / "arena.py").write_text("")
+    (tmp_path / "pkg" / "a.py").write_text(
+        "def f(env):\n    from jaxrl.envs.arena import Arena\n    return env.name in ('snake', 'x') or 1 == 2\n"
+    )
+    (tmp_path / "pkg" / "b.py").write_text("from jaxrl.envs import arena, base\nfrom jaxrl.envs.base import hook\n")
+    assert env_names_and_imports(tmp_path / "pkg", {"snake", "arena"}) == [
+        "a.py:2 imports jaxrl.envs.arena",
+        "a.py:3 compares 'snake'",
+        "b.py:1 imports jaxrl.envs.arena",
+    ]

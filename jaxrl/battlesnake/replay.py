@@ -125,25 +125,26 @@ class Replayer:
         self._steps: dict[tuple, Any] = {}
 
     def env(self, size: int, snakes: int, ruleset: str):
-        from jaxrl.envs.arena import Arena
+        from jaxrl.battlesnake import arena_class
 
         key = (size, snakes, ruleset)
         if key not in self._steps:
             import jax
 
-            env = Arena(size=size, num_snakes=snakes, num_agents=1, view=3, ruleset=ruleset)
+            env = arena_class()(size=size, num_snakes=snakes, num_agents=1, view=3, ruleset=ruleset)
             step = jax.jit(jax.vmap(env.advance, in_axes=(0, 0, 0, None)))
             self._steps[key] = (env, step)
         return self._steps[key]
 
     def game(self, game: dict[str, Any], index: int, report: Report, boards: int) -> None:
-        from jaxrl.envs.arena import CAUSES, RULESETS
+        from jaxrl.battlesnake import arena_class
 
+        arena = arena_class()
         ruleset = game.get("ruleset", "standard")
         width, height = game.get("width"), game.get("height")
         turns = game.get("turns") or []
         where = f"game {index} ({ruleset}, {width}x{height})"
-        if ruleset not in RULESETS:
+        if ruleset not in arena.rulesets:
             report.skipped.append((index, f"{where}: ruleset {ruleset!r} is not one the arena plays"))
             return
         if width != height or not isinstance(width, int) or not 5 <= width <= 32:
@@ -199,7 +200,7 @@ class Replayer:
                 before, after, _ = pairs[p]
                 got = jax.tree.map(lambda a, j=j: a[j], new)
                 eaten = _ate_cells(env, states[j], direction, ate[j])
-                found = self._compare(env, params, before, after, got, ids, width, CAUSES, eaten)
+                found = self._compare(env, params, before, after, got, ids, width, arena.causes, eaten)
                 if p not in results or (results[p][0] and not found):
                     results[p] = (found, got)
         for p, (found, got) in sorted(results.items()):
@@ -418,7 +419,9 @@ def _pad(states: list, n: int):
 
 def draw(turn: dict[str, Any], ids: list[str], size: int) -> str:
     """The engine's board as the arena's render_text draws its own (a letter per snake, upper case its head)."""
-    from jaxrl.envs.arena import LETTERS
+    from jaxrl.battlesnake import arena_class
+
+    letters = arena_class().letters
 
     chars = [["." for _ in range(size)] for _ in range(size)]
     for r, c in _cells(turn.get("food") or (), size, "food"):
@@ -430,7 +433,7 @@ def draw(turn: dict[str, Any], ids: list[str], size: int) -> str:
             continue
         for j, (r, c) in reversed(list(enumerate(_cells(s["body"], size, "body")))):
             if 0 <= r < size and 0 <= c < size:
-                chars[r][c] = LETTERS[k].upper() if j == 0 else LETTERS[k]
+                chars[r][c] = letters[k].upper() if j == 0 else letters[k]
     edge = "+" + "-" * size + "+"
     return "\n".join([edge, *("|" + "".join(row) + "|" for row in chars), edge])
 

@@ -65,6 +65,8 @@ def env_schema(env_name: str) -> Any:
 
     try:
         return envs.spec(env_name).schema()()
+    except envs.registry.PluginError as e:
+        raise UsageError(str(e)) from None
     except envs.UnknownEnvError:
         raise UsageError(f"unknown env '{env_name}'; valid: {', '.join(envs.registered_names())}") from None
     except ValueError as e:

@@ -1,15 +1,17 @@
-"""Head-to-head games in the arena between runs' greedy policies and the scripted bots.
+"""Head-to-head games between runs' greedy policies and an env's scripted bots, seated through the env contract.
 
-A pair (A, B) plays `games` games at once on device, one per world, every seat held by A or by
-B: in game g, A holds the seats s with (s + g) even, B the others, so each side holds each seat
-in half the games (and, with an odd number of snakes, the extra seat in half of them). A game
-ends when one side has no snake left (the other wins), when both lose their last snakes on one
-step, or at the step limit with both sides alive (both a draw). A side's placement is the mean
-placement of its snakes (1 + the snakes that outlived it; survivors share 1).
+A pair (A, B) plays `games` games at once on device, one per world, at the env's table (`table()`: every seat
+taking an action): in game g, A holds the seats s with (s + g) even, B the others, so each side holds each seat
+in half the games (and, with an odd number of seats, the extra seat in half of them). A game ends when one side
+has no seat left in it (`seat_alive`), when the episode ends, or at the step limit. Each seat then has a
+placement (`seat_placement`, 1 the best): the side holding the best one wins, and equal best seats are a draw
+(in the arena: the last side with snakes wins; both losing their last snakes on one step, or both alive at the
+limit, is a draw). A side's placement is the mean placement of its seats.
 
-Players: a run directory (its newest checkpoint, or `PATH@STEP`; seed 0 of the best sweep member),
-or a bot kind, `greedy` or `random_safe`. Each run acts on its own view size; the board size, the number of snakes
-and the ruleset are the first player's (two runs must share a board size and a ruleset).
+Players: a run directory (its newest checkpoint, or `PATH@STEP`; seed 0 of the best sweep member), a shelf
+agent (`pretrained:NAME`), or one of the env's bots (`bot_kinds`: the arena's `greedy` and `random_safe`).
+The table is the first run's env; each run sees it as its own env does (its own view), and two runs must share
+the env's `game_settings` (the arena: board size and ruleset).
 """
 
 from __future__ import annotations
@@ -23,22 +25,18 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxrl.config.compose import UsageError
-
-BOTS = ("greedy", "random_safe")
+from jaxrl.envs.base import hook
 
 
 @dataclasses.dataclass(frozen=True)
 class Player:
     """One side of a game: a run's greedy policy at a checkpoint, or a bot kind."""
 
-    name: str  # as tables show it: greedy, random_safe, or RUN_DIR@STEP
-    bot: str | None = None  # greedy | random_safe for a bot
+    name: str  # as tables show it: a bot's kind, pretrained:NAME, or RUN_DIR@STEP
+    bot: str | None = None  # one of the table's bot_kinds, for a bot
     policy: Any = None  # jaxrl.api.Policy (greedy) for a run
-    view: int = 0  # the run's arena view
-    size: int = 0  # the run's board size
-    num_snakes: int = 0
-    ruleset: str = "standard"  # the run's arena ruleset (its games are played under it)
-    env_params: Any = None  # the run's trained env params (the arena's rules and step limit)
+    env: Any = None  # the env the run trained in: its table, and how it sees a seat
+    env_params: Any = None  # the run's trained env params (one world's)
     run_dir: str | None = None
     step: int | None = None  # checkpoint (env steps per seed)
     train_s: float | None = None  # training seconds at that checkpoint
@@ -48,18 +46,22 @@ def bot(kind: str) -> Player:
     return Player(name=kind, bot=kind)
 
 
-def player(spec: Any, load: Any, flag: str = "vs") -> Player:
+def _looks_like_bot(text: str) -> bool:
+    from jaxrl.run.shelf import is_pretrained
+
+    return not (is_pretrained(text) or "/" in text or "@" in text or Path(text).expanduser().exists())
+
+
+def player(spec: Any, load: Any, flag: str = "vs", bots: tuple[str, ...] = ()) -> Player:
     """A player from a run directory (`PATH` or `PATH@STEP`, opened with `load`: `jaxrl.api.load`), a shelf
-    agent (`pretrained:NAME`), a `jaxrl.api.Run`, or a bot kind; UsageError, one line naming `flag=spec`, when
-    it is none of those or not an arena run with a readable checkpoint."""
+    agent (`pretrained:NAME`), a `jaxrl.api.Run`, or a bot's name (checked against the table by `check_pair`);
+    UsageError, one line naming `flag=spec` (and the table's `bots`, where known), when a run cannot be read."""
     from jaxrl.config.schema import ConfigError
     from jaxrl.run.checkpoint import CheckpointError
     from jaxrl.run.shelf import is_pretrained
 
     if isinstance(spec, Player):
         return spec
-    if isinstance(spec, str) and spec in BOTS:
-        return bot(spec)
     step = None
     if hasattr(spec, "policy_of") and hasattr(spec, "restore"):  # a Run
         run = spec
@@ -68,6 +70,8 @@ def player(spec: Any, load: Any, flag: str = "vs") -> Player:
             run = load(str(spec))
         except ConfigError as e:
             raise UsageError(f"{flag}={spec}: {e}") from None
+    elif _looks_like_bot(str(spec)):
+        return bot(str(spec))
     else:
         text = str(spec)
         path, at, when = text.rpartition("@")
@@ -76,31 +80,26 @@ def player(spec: Any, load: Any, flag: str = "vs") -> Player:
         where = Path(text).expanduser()
         if not where.is_dir():
             raise UsageError(
-                f"{flag}={spec} is invalid: allowed {', '.join(BOTS)}, a run directory (PATH or PATH@STEP)"
-                " or pretrained:NAME"
+                f"{flag}={spec} is invalid: allowed {', '.join(bots) or 'a bot of the env'}, a run directory"
+                " (PATH or PATH@STEP) or pretrained:NAME"
             )
         try:
             run = load(where)
         except (ConfigError, UsageError) as e:
             raise UsageError(f"{flag}={spec}: {e}") from None
-    cfg = run.config
-    if cfg.env.name != "arena":
-        raise UsageError(f"{flag}={spec} trained on env={cfg.env.name}; head-to-head games are played in the arena")
     try:
         found, runner, program = run.restore(step)
     except (CheckpointError, ConfigError, UsageError) as e:
         raise UsageError(f"{flag}={spec}: {e}") from None
+    if hook(program.env, "num_seats") < 2:
+        raise UsageError(f"{flag}={spec} trained on env={run.config.env.name}, a game of one seat: no head-to-head")
     policy = run.policy_of(step=found)
     trained = jax.tree.map(lambda x: np.asarray(x[0]), runner.envs.params)
-    env = program.env
     shelf_name = getattr(run, "spec", None)  # a shelf agent: named as given, its training time as it recorded
     return Player(
         name=shelf_name or f"{run.run_dir}@{found}",
         policy=policy,
-        view=env.view,
-        size=env.size,
-        ruleset=getattr(env, "ruleset", "standard"),
-        num_snakes=env.num_snakes,
+        env=program.env,
         env_params=trained,
         run_dir=str(run.run_dir),
         step=found,
@@ -120,46 +119,64 @@ def _train_seconds(run_dir: Path, step: int) -> float | None:
         checkpoints.close()
 
 
+def _label(p: Player) -> str:
+    return p.name.rpartition("@")[0] or p.name
+
+
 def check_pair(a: Player, b: Player, flag: str = "vs") -> None:
-    """UsageError when `b` cannot sit at `a`'s table: another board size or ruleset."""
-    if a.bot is None and b.bot is None and a.size != b.size:
-        raise UsageError(
-            f"{flag}={b.name.rpartition('@')[0]} trained on a {b.size}x{b.size} board; {a.name.rpartition('@')[0]} "
-            f"on {a.size}x{a.size}: head-to-head games need one board size"
-        )
-    if a.bot is None and b.bot is None and a.ruleset != b.ruleset:
-        raise UsageError(
-            f"{flag}={b.name.rpartition('@')[0]} trained under ruleset {b.ruleset}; {a.name.rpartition('@')[0]}"
-            f" under {a.ruleset}: head-to-head games need one ruleset"
-        )
+    """UsageError when `b` cannot sit at `a`'s table (or `a` at `b`'s): another env, another of the env's
+    `game_settings`, a state of another shape, or a bot the env does not have."""
+    host = a if a.bot is None else b
+    if host.bot is not None:
+        return  # two bots: the table comes from the game's host (`play_pair(host=)`)
+    guest = b if host is a else a
+    table = host.env.table()
+    if guest.bot is not None:
+        kinds = hook(table, "bot_kinds")
+        if guest.bot not in kinds:
+            raise UsageError(
+                f"{flag}={guest.name} is invalid: allowed {', '.join(kinds)}, a run directory (PATH or PATH@STEP)"
+                " or pretrained:NAME"
+            )
+        return
+    if guest.env.name != host.env.name:
+        raise UsageError(f"{flag}={_label(guest)} trained on env={guest.env.name}; {_label(host)} on {host.env.name}")
+    for name in hook(host.env, "game_settings"):
+        mine, theirs = getattr(host.env, name), getattr(guest.env, name)
+        if mine != theirs:
+            raise UsageError(
+                f"{flag}={_label(guest)} trained with {name}={theirs}; {_label(host)} with {name}={mine}:"
+                f" head-to-head games need one {name}"
+            )
+    shapes = lambda env: jax.eval_shape(lambda k: env.reset_env(k, env.default_params)[1], jax.random.key(0))
+    if jax.tree.map(lambda x: x.shape, shapes(table)) != jax.tree.map(
+        lambda x: x.shape, shapes(guest.env.table(hook(table, "num_seats")))
+    ):
+        raise UsageError(f"{flag}={_label(guest)} plays another game than {_label(host)}: their states differ")
 
 
-def _arena(size: int, num_snakes: int, view: int, ruleset: str = "standard"):
-    from jaxrl.envs.arena import Arena
-
-    return Arena(size=size, num_snakes=num_snakes, num_agents=num_snakes, view=view, ruleset=ruleset)
-
-
-def _table(a: Player, b: Player, games: int, max_steps: int | None):
-    """(rules, env params, a's seats (games, seats), step limit) of a pair's games: the first run's arena
-    (the default arena between two bots), every seat taking actions."""
-    from jaxrl.envs.arena import EnvParams
-
+def _table(a: Player, b: Player, games: int, max_steps: int | None, host: Player | None = None):
+    """(rules, env params, a's seats (games, seats), step limit) of a pair's games at the first run's table
+    (`host`'s for two bots)."""
     check_pair(a, b)
-    runs = [p for p in (a, b) if p.bot is None]
-    first = runs[0] if runs else None
-    size, num_snakes = (first.size, first.num_snakes) if first else (11, 4)
-    params = jax.tree.map(jnp.asarray, first.env_params if first else EnvParams()).replace(num_bots=jnp.int32(0))
+    first = next((p for p in (a, b, host) if p is not None and p.bot is None), None)
+    if first is None:
+        raise UsageError("two bots need a run or shelf agent to set their table (its env): give one")
+    for p in (a, b):
+        check_pair(first, p)
+    rules = first.env.table()
+    params = jax.tree.map(jnp.asarray, first.env_params)
     steps = int(params.max_steps_in_episode) if max_steps is None else int(max_steps)
-    rules = _arena(size, num_snakes, first.view if first else 11, first.ruleset if first else "standard")
-    seats = jnp.arange(num_snakes)
+    seats = jnp.arange(hook(rules, "num_seats"))
     mine = (seats[None, :] + jnp.arange(games)[:, None]) % 2 == 0  # (games, seats): a's seats
     return rules, params, mine, steps
 
 
-def play_pair(a: Player, b: Player, games: int = 1000, seed: int = 0, max_steps: int | None = None) -> dict[str, Any]:
-    """`games` games of `a` against `b` (seats rotated); wins, draws and placements per side."""
-    rules, params, mine, steps = _table(a, b, games, max_steps)
+def play_pair(
+    a: Player, b: Player, games: int = 1000, seed: int = 0, max_steps: int | None = None, host: Player | None = None
+) -> dict[str, Any]:
+    """`games` games of `a` against `b` (seats rotated; two bots at `host`'s table); wins, draws, placements."""
+    rules, params, mine, steps = _table(a, b, games, max_steps, host)
 
     def run(key: jax.Array, weights: Any, params: Any, mine: jax.Array) -> dict[str, jax.Array]:
         start, advance, finish = _game(rules, params, a, b, weights, mine, games, steps)
@@ -187,49 +204,38 @@ def play_pair(a: Player, b: Player, games: int = 1000, seed: int = 0, max_steps:
     }
 
 
-def record_game(a: Player, b: Player, seed: int = 0, max_steps: int | None = None) -> tuple[np.ndarray, list[str]]:
+def record_game(
+    a: Player, b: Player, seed: int = 0, max_steps: int | None = None, host: Player | None = None
+) -> tuple[np.ndarray, list[str]]:
     """Frames (steps, H, W, 3) of one game of `a` (seats 0, 2, ...: A) against `b` (seats 1, 3, ...: B) and a
-    caption per frame: each side's snakes by colour's initial (green, blue, orange, purple) with their lengths
-    (x once dead), e.g. "t40 A g5 o4 | B b7 px", and at the end the result."""
-    from jaxrl.envs.arena import SNAKE_COLOURS
-
-    rules, params, mine, steps = _table(a, b, 1, max_steps)
+    caption per frame: each side's seats by their mark (the arena: the colour's initial) with their lengths
+    (x once out), e.g. "t40 A g5 o4 | B b7 px", and at the end the result."""
+    rules, params, mine, steps = _table(a, b, 1, max_steps, host)
 
     def run(key: jax.Array, weights: Any, params: Any, mine: jax.Array):
         start, advance, finish = _game(rules, params, a, b, weights, mine, 1, steps)
+        shown = lambda c: (rules.render_rgb(jax.tree.map(lambda x: x[0], c["state"])), c["over"][0], c["state"])
 
         def body(c, _):
             c = advance(c)
-            return c, (
-                rules.render_rgb(jax.tree.map(lambda x: x[0], c["state"])),
-                c["over"][0],
-                c["state"].length[0],
-                c["state"].alive[0],
-            )
+            return c, shown(c)
 
         c0 = start(key)
-        first = (
-            rules.render_rgb(jax.tree.map(lambda x: x[0], c0["state"])),
-            c0["over"][0],
-            c0["state"].length[0],
-            c0["state"].alive[0],
-        )
         end, rest = jax.lax.scan(body, c0, None, length=steps)
-        frames = jax.tree.map(lambda x, y: jnp.concatenate([x[None], y]), first, rest)
+        frames = jax.tree.map(lambda x, y: jnp.concatenate([x[None], y]), shown(c0), rest)
         return frames, finish(end)
 
-    (frames, over, length, alive), out = jax.device_get(
-        jax.jit(run)(jax.random.key(seed), _weights(a, b), params, mine)
-    )
+    (frames, over, states), out = jax.device_get(jax.jit(run)(jax.random.key(seed), _weights(a, b), params, mine))
     shown = int(np.argmax(over)) + 1 if over.any() else len(over)  # up to the frame where the game ended
-    colour = {(60, 220, 90): "green", (70, 140, 255): "blue", (255, 170, 40): "orange", (200, 90, 230): "purple"}
     result = "A wins" if out["a_won"][0] else "B wins" if out["b_won"][0] else "draw"
+    side_of = np.asarray(mine[0])
     captions = []
     for t in range(shown):
-        side = lambda mine, t=t: " ".join(
-            f"{colour.get(SNAKE_COLOURS[k], str(k))[0]}{length[t][k] if alive[t][k] else 'x'}"
-            for k in range(rules.num_snakes)
-            if (k % 2 == 0) == mine
+        seats = rules.seat_status(jax.tree.map(lambda x, t=t: x[t][0], states))
+        side = lambda ours, seats=seats: " ".join(
+            f"{s.get('mark', k)}{s.get('length', '') if s.get('alive', True) else 'x'}"
+            for k, s in enumerate(seats)
+            if bool(side_of[k]) == ours
         )
         captions.append(f"t{t} A {side(True)} | B {side(False)}" + (f" | {result}" if t == shown - 1 else ""))
     return np.asarray(frames[:shown]), captions
@@ -241,15 +247,14 @@ def _weights(a: Player, b: Player) -> tuple[Any, Any]:
 
 
 def _actions(p: Player, weights: Any, rules: Any, state: Any, carry: Any, key: jax.Array) -> tuple[Any, jax.Array]:
-    """(carry, (games, seats) relative actions) of player `p` (network `weights`) for every seat of every game."""
-    games, seats = state.alive.shape
+    """(carry, (games, seats) actions) of player `p` (network `weights`) for every seat of every game."""
+    seats = hook(rules, "num_seats")
+    games = jax.tree.leaves(state)[0].shape[0]
     if p.bot is not None:
-        scripted = state.replace(greedy=jnp.full_like(state.alive, p.bot == "greedy"))
         keys = jax.random.split(key, games)
-        direction = jax.vmap(rules.bot_directions)(keys, scripted)
-        return carry, (direction - state.heading + 1) % 4
-    eyes = _arena(rules.size, rules.num_snakes, p.view, rules.ruleset)
-    obs = jax.vmap(lambda s: eyes.views(s, tuple(range(seats))))(state)
+        return carry, jax.vmap(lambda k, s: rules.bot_actions(k, s, p.bot))(keys, state)
+    eyes = p.env.table(seats)  # the table as this run sees it (its own view)
+    obs = jax.vmap(eyes.seat_obs)(state)
     carry, action = p.policy.apply(weights, carry, obs.reshape(games * seats, *obs.shape[2:]), key)
     return carry, action.reshape(games, seats).astype(jnp.int32)
 
@@ -257,7 +262,8 @@ def _actions(p: Player, weights: Any, rules: Any, state: Any, carry: Any, key: j
 def _game(rules, params, a: Player, b: Player, weights: tuple[Any, Any], mine: jax.Array, games: int, steps: int):
     """(start(key) -> c, advance(c) -> c, finish(c) -> results) of `games` games of a against b (their
     network `weights`), one per world."""
-    seats = rules.num_snakes
+    seats = hook(rules, "num_seats")
+    live_of = lambda state: jax.vmap(rules.seat_alive)(state)
 
     def carry0(p: Player) -> Any:
         return None if p.bot is not None else p.policy.initial_carry(games * seats)
@@ -270,8 +276,7 @@ def _game(rules, params, a: Player, b: Player, weights: tuple[Any, Any], mine: j
             "key": key,
             "state": state,
             "over": jnp.zeros(games, bool),
-            "a_won": jnp.zeros(games, bool),
-            "b_won": jnp.zeros(games, bool),
+            "returns": jnp.zeros((games, seats), jnp.float32),
             "length": jnp.zeros(games, jnp.int32),
             "carry_a": carry0(a),
             "carry_b": carry0(b),
@@ -282,33 +287,32 @@ def _game(rules, params, a: Player, b: Player, weights: tuple[Any, Any], mine: j
         carry_a, act_a = _actions(a, weights[0], rules, c["state"], c["carry_a"], ka)
         carry_b, act_b = _actions(b, weights[1], rules, c["state"], c["carry_b"], kb)
         action = jnp.where(mine, act_a, act_b)
-        _, new, _, _, _ = jax.vmap(rules.step_env, in_axes=(0, 0, 0, None))(
+        _, new, reward, terminated, _ = jax.vmap(rules.step_env, in_axes=(0, 0, 0, None))(
             jax.random.split(ks, games), c["state"], action, params
         )
         live = ~c["over"]
         state = jax.tree.map(lambda n, o: jnp.where(live.reshape((-1,) + (1,) * (n.ndim - 1)), n, o), new, c["state"])
-        a_left = jnp.any(state.alive & mine, axis=1)
-        b_left = jnp.any(state.alive & ~mine, axis=1)
-        ends = live & (~a_left | ~b_left | (c["t"] + 1 >= steps))
+        alive = live_of(state)
+        a_left, b_left = jnp.any(alive & mine, axis=1), jnp.any(alive & ~mine, axis=1)
+        ends = live & (~a_left | ~b_left | terminated | (c["t"] + 1 >= steps))
         return {
             "t": c["t"] + 1,
             "key": key,
             "state": state,
             "over": c["over"] | ends,
-            "a_won": c["a_won"] | (ends & a_left & ~b_left),
-            "b_won": c["b_won"] | (ends & b_left & ~a_left),
+            "returns": c["returns"] + jnp.where(live[:, None], reward.reshape(games, seats), 0.0),
             "length": c["length"] + live,
             "carry_a": carry_a,
             "carry_b": carry_b,
         }
 
     def finish(c: dict[str, Any]) -> dict[str, jax.Array]:
-        state = c["state"]
-        place = jnp.where(state.alive, 1, jnp.maximum(state.placement, 1)).astype(jnp.float32)
+        place = jax.vmap(rules.seat_placement)(c["state"], c["returns"])
+        best = lambda m: jnp.min(jnp.where(m, place, jnp.inf), axis=1)
         side = lambda m: jnp.sum(place * m, axis=1) / jnp.maximum(jnp.sum(m, axis=1), 1)
         return {
-            "a_won": c["a_won"],
-            "b_won": c["b_won"],
+            "a_won": c["over"] & (best(mine) < best(~mine)),
+            "b_won": c["over"] & (best(~mine) < best(mine)),
             "over": c["over"],
             "length": c["length"],
             "a_place": side(mine),
@@ -336,9 +340,9 @@ def versus(
     from jaxrl.run.loggers import write_json
 
     if not opponents:
-        raise UsageError("vs= needs an opponent: a run directory, greedy or random_safe")
+        raise UsageError("vs= needs an opponent: a run directory, pretrained:NAME or one of the env's bots")
     me = player(f"{run.run_dir}@{step}" if step is not None else run, load, flag="run_dir")
-    others = [player(spec, load) for spec in opponents]
+    others = [player(spec, load, bots=hook(me.env.table(), "bot_kinds")) for spec in opponents]
     for other in others:
         check_pair(me, other)
     pairs = [play_pair(me, other, games, seed) for other in others]

@@ -1,13 +1,14 @@
-"""Ratings from head-to-head games: every pair of players plays a round robin in the arena, and one
+"""Ratings from head-to-head games: every pair of players plays a round robin at one table, and one
 Bradley-Terry model on the Elo scale is fitted to all the results at once.
 
 The model: player i scores against j (a win 1, a draw 1/2) with probability
 1 / (1 + 10 ** ((r_j - r_i) / 400)), so 200 points apart is a 76% score. The ratings are the maximum
 likelihood fit of every game played (not Elo's order-dependent running updates), so the same games
 always give the same table. One virtual draw per pair keeps a player that won every game finite. The
-scale is anchored at random_safe = 0 when that bot plays (else the first player), and each rating's
-uncertainty is its standard error from the fit's curvature (the inverse Fisher information); two
-rating runs with different seeds should agree within about two of those.
+scale is anchored at the env's weakest bot = 0 (the last of its `bot_kinds`: the arena's random_safe) when
+it plays (else the first player), and each rating's uncertainty is its standard error from the fit's
+curvature (the inverse Fisher information); two rating runs with different seeds should agree within about
+two of those.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from typing import Any
 import numpy as np
 
 from jaxrl.config.compose import UsageError
+from jaxrl.envs.base import hook
 from jaxrl.opponents import headtohead
 
 SCALE = 400.0 / math.log(10.0)  # Elo points per natural-log unit of odds
@@ -69,22 +71,17 @@ def fit(names: list[str], results: list[dict[str, Any]], anchor: str | None = No
 
 def players(specs: list[str], load: Any, checkpoints: str = "latest", bots: bool = True) -> list[headtohead.Player]:
     """The players a rating plays: each run directory (opened with `load`, `jaxrl.api.load`: its newest
-    checkpoint, or every saved one with checkpoints=all; `PATH@STEP` for one), and the two bots."""
+    checkpoint, or every saved one with checkpoints=all; `PATH@STEP` for one), and the env's bots."""
     from jaxrl.run.checkpoint import Checkpointer
 
     found: list[headtohead.Player] = []
     for spec in specs:
-        if (
-            spec in headtohead.BOTS
-            or checkpoints == "latest"
-            or "@" in Path(spec).name
-            or spec.startswith("pretrained:")
-        ):
+        where = Path(spec).expanduser()
+        if checkpoints == "latest" or "@" in where.name or spec.startswith("pretrained:"):
             found.append(headtohead.player(spec, load, flag="run"))
             continue
-        where = Path(spec).expanduser()
         if not (where / "checkpoints").is_dir():
-            found.append(headtohead.player(spec, load, flag="run"))  # says what is wrong with it
+            found.append(headtohead.player(spec, load, flag="run"))  # a bot, or says what is wrong with it
             continue
         store = Checkpointer(where / "checkpoints", reader=True)
         try:
@@ -92,31 +89,35 @@ def players(specs: list[str], load: Any, checkpoints: str = "latest", bots: bool
         finally:
             store.close()
         found.extend(headtohead.player(f"{where}@{s}", load, flag="run") for s in saved)
+    host = next((p for p in found if p.bot is None), None)
+    if host is None:
+        raise UsageError("a rating needs a run or shelf agent: its env sets the table the bots play at")
     if bots:
-        found += [headtohead.bot(b) for b in headtohead.BOTS if all(p.name != b for p in found)]
+        kinds = hook(host.env.table(), "bot_kinds")
+        found += [headtohead.bot(b) for b in kinds if all(p.name != b for p in found)]
     names = [p.name for p in found]
     twice = sorted({n for n in names if names.count(n) > 1})
     if twice:
         raise UsageError(f"{twice[0]} is given twice: each player once")
     if len(found) < 2:
         raise UsageError("a rating needs at least two players: give two runs, or keep bots=true")
-    first = next((p for p in found if p.bot is None), None)
     for p in found:
-        if first is not None:
-            headtohead.check_pair(first, p, flag="run")
+        headtohead.check_pair(host, p, flag="run")
     return found
 
 
 def rate(found: list[headtohead.Player], games: int = 200, seed: int = 0, say: Any = print) -> dict[str, Any]:
-    """Every pair of `found` plays `games` games (seed `seed`); the fitted table (best first) and the pairs."""
+    """Every pair of `found` plays `games` games (seed `seed`) at the first run's table; the fitted table (best
+    first) and the pairs. The scale is anchored at the env's weakest bot (the last of `bot_kinds`) when it plays."""
+    host = next(p for p in found if p.bot is None)
     results = []
     for i, a in enumerate(found):
         for b in found[i + 1 :]:
-            r = headtohead.play_pair(a, b, games, seed)
+            r = headtohead.play_pair(a, b, games, seed, host=host)
             results.append(r)
             say(f"  {a.name} vs {b.name}: {r['a_wins']}-{r['draws']}-{r['b_wins']}")
     names = [p.name for p in found]
-    model = fit(names, results, anchor="random_safe")
+    model = fit(names, results, anchor=hook(host.env.table(), "bot_kinds")[-1])
     table = []
     for p in found:
         score = sum(r["a_wins"] + 0.5 * r["draws"] for r in results if r["a"] == p.name)

@@ -33,17 +33,16 @@ def require_play_extra() -> None:
         raise UsageError(f'the play page needs {", ".join(missing)}: pip install "jaxrl[play]"')
 
 
-def _agent_of(spec: str, flag: str, size: int) -> Any:
-    """An Agent of a run directory or shelf agent that plays the arena (other runs at the table)."""
+def _agent_of(spec: str, flag: str, host: Any) -> Any:
+    """An Agent of a run directory or shelf agent that can sit at `host`'s table (other runs at the table)."""
     from jaxrl.api import load
-    from jaxrl.opponents.headtohead import player
+    from jaxrl.opponents.headtohead import check_pair, player
     from jaxrl.play.game import Agent
 
     found = player(spec, load, flag=flag)
-    if found.size != size:
-        raise UsageError(f"{flag}={spec} trained on a {found.size}x{found.size} board; this arena is {size}x{size}")
+    check_pair(host, found, flag=flag)
     policy = found.policy
-    return Agent(found.name, policy.apply, policy.params, policy.initial_carry, view=found.view)
+    return Agent(found.name, policy.apply, policy.params, policy.initial_carry, env=found.env)
 
 
 def make_table(
@@ -60,7 +59,7 @@ def make_table(
     import jax
 
     from jaxrl.play.game import Table, run_agent
-    from jaxrl.run.evaluation import BOT_KINDS, with_opponents
+    from jaxrl.run.evaluation import with_opponents
 
     if (target is None) == (env is None):
         raise UsageError("give one target: a run directory, pretrained:NAME, or env=NAME")
@@ -89,21 +88,24 @@ def make_table(
         except (ConfigError, CheckpointError) as e:
             raise UsageError(str(e)) from None
         cfg, seeds, games, label = info["config"], info["seeds"], Path(run.run_dir) / "games", agent.name
-    if (opponents is not None or num_bots is not None) and built.name != "arena":
-        raise UsageError(f"opponents= and num_bots= apply to the arena only, not to {built.name}")
-    as_bots = opponents if opponents in BOT_KINDS else None
+    from jaxrl.envs.base import hook
+    from jaxrl.opponents.headtohead import Player
+
+    kinds = hook(built, "bot_kinds")
+    if (opponents is not None or num_bots is not None) and hook(built, "num_seats") < 2:
+        raise UsageError(f"opponents= and num_bots= apply to games of several players; {built.name} seats one")
+    as_bots = opponents if opponents in kinds else None
     built, params, _ = with_opponents(built, params, as_bots, num_bots)
-    others = "greedy" if as_bots is None else as_bots
+    host = Player(name=label, env=built, env_params=params)
+    others = as_bots
     if opponents is not None and as_bots is None:
-        others = _agent_of(opponents, "opponents", built.size)
+        others = _agent_of(opponents, "opponents", host)
     versus = None
     if vs is not None:
-        if built.name != "arena":
-            raise UsageError(f"vs= applies to the arena only, not to {built.name}")
-        versus = vs if vs in BOT_KINDS else _agent_of(vs, "vs", built.size)
-    seats = None
-    if built.name == "arena":
-        seats = int(built.num_agents) + int(params.num_bots)
+        if hook(built, "num_seats") < 2:
+            raise UsageError(f"vs= needs a game of two seats or more; {built.name} seats one")
+        versus = vs if vs in kinds else _agent_of(vs, "vs", host)
+    seats = hook(built, "game_seats")(params)
     table = Table(built, params, agent, cfg, seeds, others, versus, label, seats)
     return table, games
 

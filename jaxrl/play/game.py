@@ -9,9 +9,9 @@ A game is stepped in one of two ways:
 - `env`: the env as evaluation plays it. The run's policy acts for every learner, the env's own bots play
   inside its step, and a seated person takes learner 0's action. With seed S the agent's moves are those of
   `python -m jaxrl.eval RUN episodes=1 seed=S` (the same key chain: `jaxrl.run.episodes.KeyChain`).
-- `table` (the arena): every seat's action given, so that a person sits beside the run's policy and the
-  opponents (`opponents=`: bots, another run, a shelf agent), or two runs play head-to-head (`vs=`), seats
-  rotated each game as `python -m jaxrl.eval vs=` rotates them.
+- `table`: the env's table (`env.table(seats)`, every seat's action given), so that a person sits beside the
+  run's policy and the opponents (`opponents=`: the env's bots, another run, a shelf agent), or two runs play
+  head-to-head (`vs=`), seats rotated each game as `python -m jaxrl.eval vs=` rotates them.
 """
 
 from __future__ import annotations
@@ -24,20 +24,21 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxrl.config.compose import UsageError
-from jaxrl.envs.base import offers
+from jaxrl.envs.base import hook, offers
 from jaxrl.play import controls
 from jaxrl.run.episodes import Episode, KeyChain, plain_params, step_held
 
-# Table-mode seat owners: a person, the run's policy, the two scripted bots; other players from OTHERS on.
-PERSON, POLICY, GREEDY, RANDOM_SAFE, OTHERS = 0, 1, 2, 3, 4
-BOTS = {"greedy": GREEDY, "random_safe": RANDOM_SAFE}
+# Table-mode seat owners: a person, the run's policy, then the env's bots (BOT + their index in `bot_kinds`),
+# then the other players (`Table.others_from` on).
+PERSON, POLICY, BOT = 0, 1, 2
 WALL = (110, 110, 110)  # the page's ring around the board: what lies beyond it
 
 
 @dataclasses.dataclass(frozen=True)
 class Agent:
     """A policy at the table: `act(params, carry, obs, key) -> (carry, actions)`, `read(params, carry, obs) ->
-    (numbers, value)` (None for a frozen opponent), its params and carry, and the view it sees (the arena)."""
+    (numbers, value)` (None for a frozen opponent), its params and carry, and the env it trained in (how it
+    sees a seat of the table)."""
 
     name: str
     act: Any
@@ -45,7 +46,7 @@ class Agent:
     initial_carry: Any
     read: Any = None
     kind: str = "probabilities"  # what `read`'s numbers are: probabilities, or Q-values
-    view: int = 0
+    env: Any = None
 
 
 def run_agent(run: Any, step: int | None = None, member: int | None = None) -> tuple[Agent, Any, Any, Any]:
@@ -70,7 +71,7 @@ def run_agent(run: Any, step: int | None = None, member: int | None = None) -> t
         initial_carry=algo.initial_carry,
         read=program.readout(member),
         kind="probabilities" if algo.sampled_scores else "Q-values",
-        view=getattr(env, "view", 0),
+        env=env,
     )
     return agent, env, env_params, {"step": found, "seeds": cfg.num_seeds, "config": cfg}
 
@@ -120,10 +121,9 @@ class Mode:
 
     def _table_step(self, key, state, obs, carries, person_action, person_on, owners, focus, params):
         key, act_key, step_key = KeyChain(0).advance(key)
-        players = self.table.players
-        keys = jax.random.split(act_key, len(players) + 2)
+        players, kinds = self.table.players, self.table.bot_kinds
+        keys = jax.random.split(act_key, len(players) + len(kinds))
         rules = self.env
-        turn = lambda direction: (direction - state.heading + 1) % 4  # the bots' directions as relative moves
         acted = []
         for i, player in enumerate(players):
             if player is None:  # no run at the table (env= alone): its seats go straight on
@@ -131,11 +131,10 @@ class Mode:
                 continue
             carry, action = player.act(params[i], carries[i], _views(rules, player, state), keys[i])
             acted.append((carry, action.astype(jnp.int32)))
-        choices = [  # indexed by owner: PERSON, POLICY, GREEDY, RANDOM_SAFE, OTHERS + i
+        choices = [  # indexed by owner: PERSON, POLICY, BOT + each bot kind, then the other players
             jnp.full(self.seats, person_action, jnp.int32),
             acted[0][1],
-            turn(rules.bot_directions(keys[-2], state.replace(greedy=jnp.ones_like(state.alive)))),
-            turn(rules.bot_directions(keys[-1], state.replace(greedy=jnp.zeros_like(state.alive)))),
+            *(rules.bot_actions(keys[len(players) + i], state, kind) for i, kind in enumerate(kinds)),
             *(a for _, a in acted[1:]),
         ]
         action = jnp.select([owners == k for k in range(len(choices))], choices, 1).astype(jnp.int32)
@@ -149,9 +148,10 @@ class Table:
     """What every game of one server shares (see the module's docstring).
 
     `env`, `env_params`: as evaluation plays them; `agent`: the run's policy (None: `env=` alone); `opponents`:
-    the arena's opponents for a person's games (a bot kind, or Agents of other runs), `versus`: the other side
-    of head-to-head games. A game is stepped as `table` in the arena when a person sits, with `versus`, or with
-    opponents that are runs; as `env` otherwise."""
+    the opponents for a person's games (one of the env's bot kinds, or an Agent of another run), `versus`: the
+    other side of head-to-head games. A game is stepped at the table when a person would otherwise take the
+    run's only seat from it (an env with bots of its own), with `versus`, or with opponents that are runs; as
+    `env` otherwise."""
 
     def __init__(
         self,
@@ -160,7 +160,7 @@ class Table:
         agent: Agent | None,
         config: Any,
         seeds: int = 1,
-        opponents: str | Agent = "greedy",
+        opponents: str | Agent | None = None,
         versus: Agent | str | None = None,
         label: str = "",
         table_seats: int | None = None,
@@ -169,31 +169,41 @@ class Table:
             raise UsageError(
                 f"{env.name} cannot be drawn (it has no render_rgb): the play page draws the env's picture"
             )
-        if not controls.knows(env):
-            raise UsageError(f"{env.name} has no play controls: the page plays {', '.join(controls.ENVS)}")
         self.config, self.agent, self.versus, self.seeds = config, agent, versus, seeds
         self.label = label or (agent.name if agent else env.name)
         self.env_name = env.name
-        self.opponent = opponents if isinstance(opponents, str) else None  # a bot kind
-        self.others = () if isinstance(opponents, str) else (opponents,)
+        self.others = () if opponents is None or isinstance(opponents, str) else (opponents,)
         self.players = (agent, *self.others, *((versus,) if isinstance(versus, Agent) else ()))
-        self.modes = {"env": Mode(self, "env", env, env_params, int(getattr(env, "num_agents", 1)))}
-        if env.name == "arena":
-            from jaxrl.envs.arena import Arena
-
-            seats = table_seats or env.num_snakes  # the run's learners and its game's bots: as many snakes play
-            rules = Arena(size=env.size, num_snakes=seats, num_agents=seats, view=env.view, ruleset=env.ruleset)
-            self.modes["table"] = Mode(self, "table", rules, env_params.replace(num_bots=jnp.int32(0)), seats)
+        self.bot_kinds: tuple[str, ...] = ()
+        self.modes = {"env": Mode(self, "env", env, env_params, int(hook(env, "num_agents")))}
+        seats = table_seats or hook(env, "num_seats")
+        try:
+            rules = env.table(seats) if seats > 1 else None
+        except ValueError:
+            rules = None  # an env with no table of its own: its games are stepped as `env` only
+        if rules is None and (versus is not None or self.others):
+            raise UsageError(f"{env.name} sets no table of {seats} seats: vs= and run opponents need one")
+        if rules is not None:
+            self.bot_kinds = tuple(hook(rules, "bot_kinds"))
+            self.modes["table"] = Mode(self, "table", rules, env_params, seats)
+        self.opponent = opponents if isinstance(opponents, str) else (self.bot_kinds or ("",))[0]
+        self.others_from = BOT + len(self.bot_kinds)  # the owner code of the first other player
+        self.seats_with_bots = bool(hook(env, "opponent_slots"))
 
     @property
     def can_play(self) -> bool:
         """Whether a person can take a seat: not in head-to-head games between two runs."""
         return self.versus is None
 
+    def owner_of(self, kind: str) -> int:
+        """The owner code of the env's bot `kind` at the table."""
+        return BOT + self.bot_kinds.index(kind)
+
     def mode_of(self, person: bool) -> Mode:
-        """How a game is stepped: `table` for the arena's person, head-to-head and run opponents, else `env`."""
-        table = "table" in self.modes and (person or self.versus is not None or bool(self.others))
-        return self.modes["table" if table else "env"]
+        """How a game is stepped: at the table for a person beside an env's bots, head-to-head and run opponents;
+        else as the env."""
+        wanted = (person and self.seats_with_bots) or self.versus is not None or bool(self.others)
+        return self.modes["table" if "table" in self.modes and wanted else "env"]
 
     def owners(self, mode: Mode, game_index: int, person: bool) -> np.ndarray | None:
         """(seats,) table-mode owner of each seat in game `game_index` (None in env mode)."""
@@ -201,9 +211,9 @@ class Table:
             return None
         seats = np.arange(mode.seats)
         if self.versus is not None:  # the run holds the seats s with (s + g) even, as head-to-head evaluation
-            other = BOTS[self.versus] if isinstance(self.versus, str) else OTHERS + len(self.others)
+            other = self.owner_of(self.versus) if isinstance(self.versus, str) else self.others_from + len(self.others)
             return np.where((seats + game_index) % 2 == 0, POLICY, other).astype(np.int32)
-        rest = OTHERS if self.others else BOTS[self.opponent or "greedy"]
+        rest = self.others_from if self.others else self.owner_of(self.opponent)
         lineup = np.full(mode.seats, rest, np.int32)
         first = 0
         if person:
@@ -215,12 +225,12 @@ class Table:
     def seat_names(self, mode: Mode, owners: np.ndarray | None, person: bool) -> list[str]:
         """Who holds each seat, as the page lists them."""
         run = self.agent.name if self.agent else "random"
-        if owners is None:  # the learners, then the env's own bots (the arena's)
-            bots = int(getattr(mode.env, "num_snakes", mode.seats)) - mode.seats
+        if owners is None:  # the learners, then the env's own bots
+            bots = int(hook(mode.env, "num_seats")) - mode.seats
             return (["you"] if person else [run]) + [run] * (mode.seats - 1) + ["bot"] * bots
-        named = {PERSON: "you", POLICY: run, GREEDY: "greedy", RANDOM_SAFE: "random_safe"}
+        named = {PERSON: "you", POLICY: run, **{self.owner_of(k): k for k in self.bot_kinds}}
         others = self.players[1:]
-        return [named[int(o)] if int(o) in named else others[int(o) - OTHERS].name for o in owners]
+        return [named[int(o)] if int(o) in named else others[int(o) - self.others_from].name for o in owners]
 
     def new_game(self, seed: int, person: bool, game_index: int = 0) -> Game:
         """A fresh game on `seed` (`person`: a person takes a seat)."""
@@ -235,19 +245,10 @@ class Table:
         return tuple(None if p is None else p.initial_carry(seats) for p in self.players)
 
 
-def _eyes(rules: Any, view: int) -> Any:
-    from jaxrl.envs.arena import Arena
-
-    return Arena(
-        size=rules.size, num_snakes=rules.num_snakes, num_agents=rules.num_snakes, view=view, ruleset=rules.ruleset
-    )
-
-
 def _views(rules: Any, agent: Agent | None, state: Any) -> jax.Array:
-    """Every seat's view as `agent` sees the table (zeros without one)."""
-    view = agent.view if agent is not None and agent.view else rules.view
-    eyes = rules if view == rules.view else _eyes(rules, view)
-    return eyes.views(state, tuple(range(rules.num_snakes)))
+    """Every seat's observation of the table as `agent` sees it (through the env it trained in)."""
+    eyes = rules if agent is None or agent.env is None else agent.env.table(hook(rules, "num_seats"))
+    return eyes.seat_obs(state)
 
 
 class Game:
@@ -287,6 +288,11 @@ class Game:
         numbers, value = jax.device_get(m.look(self.table.params()[0], self.carries[0], obs, self.focus))
         return np.asarray(numbers), float(value)
 
+    def takes_turns(self) -> bool:
+        """Whether the env reads a turn key as a turn (a heading to turn from), not as no move."""
+        act = lambda move: controls.person_action(self.mode.env, self.state, self.person_seat, move)
+        return act("turn_left") != act("turn_right")
+
     def step(self, move: str | None) -> None:
         """One step: the person's `move` (None: straight on / stay) for their seat, the policies for the rest."""
         if self.over:
@@ -325,8 +331,9 @@ class Game:
         if m.name == "table":  # one seat's figures: the person's, else the run's
             seat = self.person_seat if self.person else self.focus
             out.update(seat=seat, **{"return": round(float(self.returns[seat]), 4)})
-            state = self.state
-            out["score"] = float(np.asarray(state.length)[seat])
+            shown = hook(m.env, "seat_status")(self.state)[seat]
+            if "length" in shown:
+                out["score"] = float(shown["length"])
             if "snake_placement" in info:
                 out["placement"] = float(np.asarray(info["snake_placement"])[seat]) or 1.0
                 out["kills"] = float(np.asarray(info["snake_kills"])[seat])
@@ -367,12 +374,8 @@ class Game:
 
         t, m = self.table, self.mode
         values, dtypes = plain_params(jax.device_get(m.env_params))
-        table = None
-        settings: dict[str, Any] = {}
-        if m.name == "table":
-            table = {"size": m.env.size, "num_snakes": m.env.num_snakes, "view": m.env.view, "ruleset": m.env.ruleset}
-        else:
-            settings = env_settings(t.config)
+        table = {"seats": m.seats} if m.name == "table" else None
+        settings = env_settings(t.config)
         result: dict[str, Any] = {"return": self.total, "length": self.t}
         status = self.status()
         for name in ("score", "won", "placement"):

@@ -95,6 +95,7 @@ class Session:
             "person": self.game.person,
             "versus": getattr(t.versus, "name", t.versus),
             "actions": list(t.mode_of(self.game.person).actions),
+            "turns": self.game.takes_turns(),  # whether a key may mean a turn (relative keys)
             "fps": self.fps,
             "max_fps": MAX_FPS,
             "wall": list(WALL),

@@ -9,8 +9,9 @@ A file holds:
 - `kind` ("jaxrl episode") and `format` (FORMAT); `jaxrl`, the version that wrote it;
 - `env`, `env_version`, `env_settings` (what `jaxrl.envs.make(env, **env_settings)` builds), `env_params` and
   `env_param_dtypes` (every field as played, after eval's `eval_params` and opponents);
-- `table`: null, or {"size", "num_snakes", "view", "ruleset"} for the arena with every seat's action given (play's
-  person games and head-to-head games: the bots' moves are recorded too);
+- `table`: null, or {"seats": N}: the game was played at the env's table of N seats (`env.table(N)`: every seat's
+  action given, as in play's person games and head-to-head games: the bots' moves are recorded too). Format 1
+  held the arena's {"size", "num_snakes", "view", "ruleset"} there, with no env settings; `read` migrates it;
 - `key`: {"seed", "seeds", "seed_index", "episodes", "episode"}: the evaluation's key chain (`KeyChain`);
 - `actions`: per step the action (a number, or one per seat);
 - `seats`: who held each seat (informative); `result`: {"return", "length", "score", "won", ...}.
@@ -32,7 +33,7 @@ import numpy as np
 from jaxrl.errors import ConfigError
 
 KIND = "jaxrl episode"
-FORMAT = 1
+FORMAT = 2
 
 
 class EpisodeError(ConfigError):
@@ -108,7 +109,7 @@ class Episode:
     env_param_dtypes: dict[str, str]
     key: KeyChain
     actions: list[Any]
-    table: dict[str, int] | None = None
+    table: dict[str, int] | None = None  # {"seats": N}
     seats: list[str] = dataclasses.field(default_factory=list)
     result: dict[str, Any] = dataclasses.field(default_factory=dict)
 
@@ -142,6 +143,7 @@ def read(path: str | Path) -> Episode:
                 f"replay={path} is episode format {data['format']}, newer than this jaxrl's {FORMAT}"
                 f" (written by jaxrl {data.get('jaxrl')}): upgrade jaxrl"
             )
+        data = _from_format_1(data) if int(data["format"]) == 1 else data
         fields = {f.name for f in dataclasses.fields(Episode)}
         episode = Episode(**{k: v for k, v in data.items() if k in fields})
         episode = dataclasses.replace(episode, key=KeyChain(**episode.key))
@@ -152,6 +154,16 @@ def read(path: str | Path) -> Episode:
     except (ValueError, TypeError, KeyError, OSError) as e:
         raise EpisodeError(f"replay={path} is damaged ({type(e).__name__}: {str(e)[:100]})") from None
     return episode
+
+
+def _from_format_1(data: dict[str, Any]) -> dict[str, Any]:
+    """A format-1 file as format 2: its table's board and view become the env's settings, its snakes the seats."""
+    table = data.get("table")
+    if not table:
+        return data
+    settings = {k: table[k] for k in ("size", "view", "ruleset") if k in table}
+    seats = int(table["num_snakes"])
+    return {**data, "env_settings": {**settings, "num_snakes": seats, "num_agents": seats}, "table": {"seats": seats}}
 
 
 # -- replaying -------------------------------------------------------------------------------------
@@ -169,20 +181,11 @@ def env_of(episode: Episode) -> tuple[Any, Any]:
                 f"the episode was played on {episode.env}-v{episode.env_version}; this jaxrl has {spec.label}:"
                 " replay it with the jaxrl version that wrote it"
             )
+        env, default = spec.make(**episode.env_settings)
         if episode.table is not None:
-            from jaxrl.envs.arena import Arena, EnvParams
-
-            t = episode.table
-            env = Arena(
-                size=t["size"],
-                num_snakes=t["num_snakes"],
-                num_agents=t["num_snakes"],
-                view=t["view"],
-                ruleset=t.get("ruleset", "standard"),
-            )
-            default = EnvParams()
+            env = env.table(int(episode.table["seats"]))
+            default = env.default_params
         else:
-            env, default = spec.make(**episode.env_settings)
             env = with_frozen_bots(env)
     except EpisodeError:
         raise

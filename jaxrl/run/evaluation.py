@@ -298,8 +298,8 @@ def evaluate(
     num_bots: int | None = None,
 ) -> dict[str, Any]:
     """Play `episodes` episodes per seed of a run's checkpoint (`jaxrl.api.Run`), write eval.json (and the
-    replay); the figures as a dict. CheckpointError when `step` has no checkpoint. In the arena,
-    `opponents` (greedy, random_safe or a run directory) and `num_bots` set who the learner plays against."""
+    replay); the figures as a dict. CheckpointError when `step` has no checkpoint. In an env with bots of its own
+    (the arena), `opponents` (a bot kind, a run directory or pretrained:NAME) and `num_bots` set who it plays."""
     if out is not None and Path(out).expanduser().is_dir():
         raise UsageError(f"out={out} is a directory: give the GIF's file name, e.g. out={Path(out) / 'replay.gif'}")
     step, runner, program = run.restore(step)
@@ -356,7 +356,8 @@ def evaluate(
             play_in_terminal(env, frames, lines, fps)
         else:
             chain = KeyChain(seed, cfg.num_seeds, best["seed"], episodes, best["episode"])
-            bots = against.get("opponents") if against.get("opponents") not in (None, *BOT_KINDS) else None
+            bots = against.get("opponents")
+            bots = bots if bots not in (None, *hook(env, "bot_kinds")) else None
             episode = episode_of(cfg, seed_trees[1], chain, progress["action"], best, run_label(run), bots)
             title = f"jaxrl replay: {cfg.env.name}, {run_label(run)}, return {best['return']:.2f}"
             result.update(write_replays(frames, lines, fps, replay_paths(out, run.run_dir, render), episode, title))
@@ -474,48 +475,42 @@ def replay_file(path: str | Path, render: str = "gif", fps: int = 10, out: str |
     return result
 
 
-BOT_KINDS = ("greedy", "random_safe")
-
-
 def with_opponents(env: Any, env_params: Any, opponents: str | None, num_bots: int | None) -> tuple[Any, Any, dict]:
-    """(env, per-seed env params, what eval.json records of them) with the arena's opponents set: a bot kind
-    or a run directory's greedy policy (`opponents`), and how many (`num_bots`); UsageError elsewhere."""
+    """(env, per-seed env params, what eval.json records of them) with the env's own bots set (`set_bots`): one of
+    its bot kinds or a run directory's greedy policy (`opponents`), and how many (`num_bots`); UsageError else."""
     if opponents is None and num_bots is None:
         return env, env_params, {}
-    if not offers(env, "with_bot_policy"):
-        raise UsageError(f"opponents= and num_bots= apply to the arena only, not to {env.name}")
-    fill = lambda field, value: jnp.full_like(getattr(env_params, field), value)
+    if not offers(env, "set_bots"):
+        raise UsageError(
+            f"opponents= and num_bots= apply to envs whose bots can be set (set_bots: the arena), not to {env.name}"
+        )
     against: dict[str, Any] = {}
+    kind = None
+    if opponents is not None and opponents not in hook(env, "bot_kinds"):
+        from jaxrl.errors import ConfigError
+        from jaxrl.run.frozen import frozen_policy
+        from jaxrl.run.shelf import is_pretrained
+
+        path = opponents if is_pretrained(opponents) else Path(opponents).expanduser().resolve()
+        if not is_pretrained(opponents) and not Path(path).is_dir():
+            raise UsageError(
+                f"opponents={opponents} is invalid: allowed {', '.join(hook(env, 'bot_kinds'))}, a run directory"
+                " or pretrained:NAME"
+            )
+        try:
+            policy = frozen_policy(str(path), env.name, env.observation_space().shape)
+        except ConfigError as e:
+            raise UsageError(str(e).replace("env.bot_policy=", "opponents=")) from None
+        env, kind, opponents = env.with_bot_policy(policy), "policy", str(path)
+    elif opponents is not None:
+        kind = opponents
+    try:
+        env_params = env.set_bots(env_params, kind, num_bots)
+    except ValueError as e:
+        raise UsageError(str(e)) from None
     if num_bots is not None:
-        most = env.num_snakes - env.num_agents
-        if not 0 <= num_bots <= most:
-            raise UsageError(f"num_bots={num_bots} is invalid: the run's arena has room for 0 to {most} bots")
-        env_params = env_params.replace(num_bots=fill("num_bots", num_bots))
         against["num_bots"] = num_bots
     if opponents is not None:
-        if opponents in BOT_KINDS:
-            greedy = 1.0 if opponents == "greedy" else 0.0
-            env_params = env_params.replace(
-                greedy_share=fill("greedy_share", greedy), policy_share=fill("policy_share", 0.0)
-            )
-        else:
-            from jaxrl.errors import ConfigError
-            from jaxrl.run.frozen import frozen_policy
-            from jaxrl.run.shelf import is_pretrained
-
-            path = opponents if is_pretrained(opponents) else Path(opponents).expanduser().resolve()
-            if not is_pretrained(opponents) and not Path(path).is_dir():
-                raise UsageError(
-                    f"opponents={opponents} is invalid: allowed {', '.join(BOT_KINDS)}, a run directory"
-                    " or pretrained:NAME"
-                )
-            try:
-                policy = frozen_policy(str(path), env.observation_space().shape)
-            except ConfigError as e:
-                raise UsageError(str(e).replace("env.bot_policy=", "opponents=")) from None
-            env = env.with_bot_policy(policy)
-            env_params = env_params.replace(policy_share=fill("policy_share", 1.0))
-            opponents = str(path)
         against["opponents"] = opponents
     return env, env_params, against
 

@@ -1,5 +1,5 @@
 """Opponents from finished runs: `env.bot_policy=RUN_DIR` loads that run's greedy policy once and runs it on
-device inside the arena's step, beside the learner (the way to pit a new agent against last week's)."""
+device inside the env's step (`with_bot_policy`), beside the learner (to pit a new agent against last week's)."""
 
 from __future__ import annotations
 
@@ -16,18 +16,18 @@ from jaxrl.errors import ConfigError
 
 def with_frozen_bots(env: Any) -> Any:
     """`env` with the greedy policy of its `bot_policy` run attached (`env.with_bot_policy`); unchanged when
-    it names none. ConfigError, one line, when the directory is not a finished arena run it can use."""
+    it names none. ConfigError, one line, when the directory is not a finished run of this env it can use."""
     from jaxrl.run.shelf import is_pretrained
 
     path = hook(env, "bot_policy")
     if not path:
         return env
     where = path if is_pretrained(path) else str(Path(path).expanduser().resolve())
-    return env.with_bot_policy(frozen_policy(where, env.observation_space().shape))
+    return env.with_bot_policy(frozen_policy(where, env.name, env.observation_space().shape))
 
 
 @functools.cache
-def frozen_policy(run_dir: str, obs_shape: tuple[int, ...]) -> Any:
+def frozen_policy(run_dir: str, env_name: str, obs_shape: tuple[int, ...]) -> Any:
     """`(obs, key) -> actions` of seed 0 (of a sweep's best member) of the newest checkpoint of `run_dir`, or of
     the shelf agent `pretrained:NAME`, greedy, its parameters closed over (constants of the compiled step).
     Loaded once per process."""
@@ -41,17 +41,16 @@ def frozen_policy(run_dir: str, obs_shape: tuple[int, ...]) -> Any:
     where = f"env.bot_policy={run_dir}"
     if is_pretrained(run_dir):
         agent = ShelfAgent(run_dir)  # ShelfError (a ConfigError), one line
-        return _acting(agent.config, *agent.restore()[1:], 0, where, obs_shape)
+        return _acting(agent.config, *agent.restore()[1:], 0, where, env_name, obs_shape)
     if not Path(run_dir).is_dir() or "checkpoints/" not in run_files(Path(run_dir)):
         raise ConfigError(
-            f"{where} is not a jaxrl run with checkpoints (train one first: python -m jaxrl.train env=arena)"
+            f"{where} is not a jaxrl run with checkpoints (train one first: python -m jaxrl.train env={env_name})"
         )
     try:
         cfg, _, _ = resume_config(Path(run_dir), [], flag="env.bot_policy")
     except UsageError as e:
         raise ConfigError(f"{where}: {e}") from None
-    if cfg.env.name != "arena":
-        raise ConfigError(f"{where} trained on env={cfg.env.name}; a bot policy must come from an arena run")
+    check_env(cfg, where, env_name)
     cfg.env.bot_policy = ""  # its own opponents are not needed to act
     env, env_params = make_env(cfg)
     check_view(env, where, obs_shape)
@@ -65,13 +64,18 @@ def frozen_policy(run_dir: str, obs_shape: tuple[int, ...]) -> Any:
         raise ConfigError(f"{where}: {e}") from None
     finally:
         checkpoints.close()
-    return _acting(cfg, runner, program, best_member(Path(run_dir), program.sweep.size), where, obs_shape)
+    return _acting(cfg, runner, program, best_member(Path(run_dir), program.sweep.size), where, env_name, obs_shape)
+
+
+def check_env(cfg: Any, where: str, env_name: str) -> None:
+    if cfg.env.name != env_name:
+        raise ConfigError(f"{where} trained on env={cfg.env.name}; a bot policy must come from a run of env={env_name}")
 
 
 def check_view(env: Any, where: str, obs_shape: tuple[int, ...]) -> None:
     own = tuple(env.observation_space().shape[-3:])
     if own != tuple(obs_shape[-3:]):
-        raise ConfigError(f"{where} sees {own} views; this arena's learners see {tuple(obs_shape[-3:])} (set env.view)")
+        raise ConfigError(f"{where} sees {own} views; this env's learners see {tuple(obs_shape[-3:])} (set env.view)")
 
 
 def check_feed_forward(program: Any, where: str) -> None:
@@ -79,10 +83,11 @@ def check_feed_forward(program: Any, where: str) -> None:
         raise ConfigError(f"{where} has a recurrent policy; a bot policy must be feed-forward")
 
 
-def _acting(cfg: Any, runner: Any, program: Any, member: int, where: str, obs_shape: tuple[int, ...]) -> Any:
+def _acting(
+    cfg: Any, runner: Any, program: Any, member: int, where: str, env_name: str, obs_shape: tuple[int, ...]
+) -> Any:
     """`(obs, key) -> actions` of seed 0 of `member` of a restored runner, greedy, its parameters closed over."""
-    if cfg.env.name != "arena":
-        raise ConfigError(f"{where} trained on env={cfg.env.name}; a bot policy must come from an arena run")
+    check_env(cfg, where, env_name)
     check_view(program.env, where, obs_shape)
     check_feed_forward(program, where)
     params = jax.tree.map(lambda x: x[member * cfg.num_seeds], program.algo.policy_params(runner))

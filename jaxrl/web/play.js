@@ -133,8 +133,7 @@ document.addEventListener("keydown", (event) => {
   const key = event.key.length === 1 ? event.key.toLowerCase() : event.key;
   const move = KEYS[key];
   if (move && state.person) {
-    const env = state.hello && state.hello.env;
-    const relative = $("keys").value === "relative" && env !== "grid";
+    const relative = $("keys").value === "relative" && Boolean(state.hello && state.hello.turns);
     const sent = relative ? relativeMove(move) : move;
     if (sent) send({ type: "move", move: sent });
     event.preventDefault();

@@ -109,7 +109,15 @@ HOOK_CASES = [  # small settings, every hook an env of ours offers exercised at 
 ]
 assert set(OUR_ENVS) < {name for name, _ in HOOK_CASES}, "every env of ours needs a hook case"
 GYMNAX_METHODS = ("step_env", "reset_env", "get_obs", "is_truncated", "action_space", "observation_space")
-VALUE_HOOKS = {"num_agents": int, "observation_codes": int, "bot_policy": str, "opponent_slots": (int, type(None))}
+VALUE_HOOKS = {
+    "num_agents": int,
+    "observation_codes": int,
+    "bot_policy": str,
+    "opponent_slots": (int, type(None)),
+    "num_seats": int,
+    "game_settings": tuple,
+    "bot_kinds": tuple,
+}
 
 
 def parameter_names(fn) -> list[str]:

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 import jaxrl
+from jaxrl import envs
 from jaxrl.config.compose import UsageError
 from jaxrl.opponents import headtohead, rating
 
@@ -50,17 +51,23 @@ def test_a_policy_against_itself_scores_half_with_the_seats_rotated(runs):
         assert abs(same["a_score"] - 0.5) < 0.07, same  # 4 standard errors of 800 fair games
 
 
+def arena_host():
+    """A player that sets the default arena's table for two bots (no policy of its own plays)."""
+    env, params = envs.make("arena")
+    return headtohead.Player(name="arena", env=env, env_params=params)
+
+
 def test_each_side_holds_each_seat_in_half_the_games():
     # the default tier's guard of the rotation; the same with a trained run's player is a slow test above
     greedy, safe = headtohead.bot("greedy"), headtohead.bot("random_safe")
-    _, _, mine, steps = headtohead._table(greedy, safe, 10, None)
+    _, _, mine, steps = headtohead._table(greedy, safe, 10, None, host=arena_host())
     np.testing.assert_array_equal(np.asarray(mine).sum(axis=0), [5, 5, 5, 5])
     np.testing.assert_array_equal(np.asarray(mine).sum(axis=1), [2] * 10)
     assert steps > 0
 
 
 def test_greedy_beats_random_safe_head_to_head():
-    r = headtohead.play_pair(headtohead.bot("greedy"), headtohead.bot("random_safe"), games=400)
+    r = headtohead.play_pair(headtohead.bot("greedy"), headtohead.bot("random_safe"), games=400, host=arena_host())
     assert r["a_wins"] > r["b_wins"] and r["a_placement"] < r["b_placement"]
     assert r["unfinished"] == 0
 
@@ -90,8 +97,8 @@ def test_run_play_against_is_the_same_games(runs):
             "is invalid: allowed greedy, random_safe, a run directory (PATH or PATH@STEP) or pretrained:NAME",
         ),
         ("{foreign}", "is not a jaxrl run directory"),
-        ("{grid}", "trained on env=grid; head-to-head games are played in the arena"),
-        ("{small}", "trained on a 9x9 board"),
+        ("{grid}", "trained on env=grid; "),
+        ("{small}", "trained with size=9; "),
     ],
 )
 def test_bad_vs_is_one_line(runs, tmp_path, vs, message):

@@ -11,7 +11,7 @@ import pytest
 import jaxrl
 from jaxrl.config.compose import UsageError
 from jaxrl.play import controls, make_table
-from jaxrl.play.game import GREEDY, OTHERS, PERSON, POLICY
+from jaxrl.play.game import PERSON, POLICY
 from jaxrl.run import episodes
 from jaxrl.run.evaluation import evaluate
 
@@ -113,7 +113,7 @@ def test_a_person_in_the_arena_sits_beside_the_run_and_its_opponents(runs, arena
     table, games = arena_table
     assert games == runs["arena"] / "games"
     game = table.new_game(4, person=True)
-    assert game.mode.name == "table" and list(game.owners) == [PERSON, POLICY, GREEDY, GREEDY]
+    assert game.mode.name == "table" and list(game.owners) == [PERSON, POLICY, *[table.owner_of("greedy")] * 2]
     assert game.names[:2] == ["you", str(runs["arena"])] and game.focus == 1
     heading = int(np.asarray(game.state.heading)[0])
     row, col = divmod(int(np.asarray(game.state.head)[0]), table.modes["table"].env.size)
@@ -139,7 +139,7 @@ def test_head_to_head_games_rotate_the_seats_and_leave_no_seat_for_a_person(runs
     with pytest.raises(UsageError, match="no seat is free for a person"):
         table.new_game(0, person=True)
     other, _ = make_table(str(runs["arena"]), opponents=str(runs["arena"]))
-    assert list(other.new_game(0, True).owners) == [PERSON, POLICY, OTHERS, OTHERS]
+    assert list(other.new_game(0, True).owners) == [PERSON, POLICY, *[other.others_from] * 2]
 
 
 def test_a_kept_game_replays_to_the_board_the_page_showed(arena_table, tmp_path):
@@ -151,7 +151,7 @@ def test_a_kept_game_replays_to_the_board_the_page_showed(arena_table, tmp_path)
             break
     path = game.episode().write(tmp_path / "kept.json")
     kept = episodes.read(path)
-    assert kept.table == {"size": 11, "num_snakes": 4, "view": kept.table["view"], "ruleset": "standard"}
+    assert kept.table == {"seats": 4} and kept.env_settings["size"] == 11
     assert kept.seats[0] == "you"
     env, params = episodes.env_of(kept)
     played = episodes.simulate(env, params, kept.key, kept.actions)
@@ -164,10 +164,13 @@ def test_a_kept_game_replays_to_the_board_the_page_showed(arena_table, tmp_path)
     [
         ({"env": {"name": "CartPole-v1"}}, "CartPole-v1 cannot be drawn"),
         ({"target": "pretrained:nothing"}, "pretrained:nothing"),
-        ({"env": {"name": "snake"}, "opponents": "greedy"}, "opponents= and num_bots= apply to the arena only"),
-        ({"env": {"name": "snake"}, "vs": "greedy"}, "vs= applies to the arena only"),
+        (
+            {"env": {"name": "snake"}, "opponents": "greedy"},
+            "opponents= and num_bots= apply to games of several players",
+        ),
+        ({"env": {"name": "snake"}, "vs": "greedy"}, "vs= needs a game of two seats or more"),
     ],
-    ids=["not-drawn", "unknown-shelf-name", "opponents-off-the-arena", "vs-off-the-arena"],
+    ids=["not-drawn", "unknown-shelf-name", "opponents-in-a-game-of-one", "vs-in-a-game-of-one"],
 )
 def test_a_table_that_cannot_be_set_is_one_line(kwargs, said):
     with pytest.raises((UsageError, jaxrl.ConfigError)) as caught:

@@ -83,7 +83,7 @@ def test_a_recorded_result_that_the_env_no_longer_gives_is_said(snake_run, tmp_p
 @pytest.mark.parametrize(
     "change, said",
     [
-        (lambda d: d.update(format=99), "episode format 99, newer than this jaxrl's 1"),
+        (lambda d: d.update(format=99), f"episode format 99, newer than this jaxrl's {episodes.FORMAT}"),
         (lambda d: d.update(env_version=7), "played on snake-v7; this jaxrl has snake-v1"),
         (lambda d: d.update(kind="something"), "is damaged (ValueError: not a jaxrl episode file)"),
         (lambda d: d.update(actions=[]), "is damaged (ValueError: it holds no actions)"),
@@ -111,3 +111,16 @@ def test_replay_refuses_what_does_not_apply_and_files_that_are_not_there(snake_r
         assert said in one_line_error(capsys, eval_main(argv))
     (tmp_path / "text.json").write_text("{ not json")
     assert "is damaged (JSONDecodeError" in one_line_error(capsys, eval_main([f"replay={tmp_path / 'text.json'}"]))
+
+
+def test_a_format_1_table_game_replays_to_the_result_it_recorded(tmp_path, capsys):
+    # a person's game beside pretrained:arena-selfplay-v2 and two greedy bots, saved by play before the format-2
+    # table ({"seats": N} over the env's settings): frozen, migrated on read
+    path = Path(__file__).resolve().parents[1] / "data" / "episodes" / "format-1-table.json"
+    kept = episodes.read(path)
+    assert kept.table == {"seats": 4} and kept.env_settings["num_snakes"] == 4 and kept.env_settings["size"] == 11
+    env, params = episodes.env_of(kept)
+    played = episodes.simulate(env, params, kept.key, kept.actions)
+    assert len(played["done"]) == kept.result["length"] == 60
+    assert eval_main([f"replay={path}", f"out={tmp_path / 'replay.gif'}"]) == 0
+    assert "no longer" not in capsys.readouterr().err

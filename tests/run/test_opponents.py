@@ -56,7 +56,7 @@ def test_a_run_trained_against_a_frozen_run_plays_against_its_greedy_policy(bot_
         ("env.bot_policy={missing}", "is not a jaxrl run with checkpoints"),
         pytest.param(
             "env.bot_policy={bot_run} env.view=7",
-            "sees (5, 5, 8) views; this arena's learners see (7, 7, 8)",
+            "sees (5, 5, 8) views; this env's learners see (7, 7, 8)",
             marks=pytest.mark.slow,
         ),
         ("env.policy_share=0.5", "policy_share=0.5 is invalid: must be 0 without env.bot_policy=RUN_DIR"),
@@ -124,4 +124,7 @@ def test_eval_opponents_apply_to_the_arena_only(grid_run, capsys):
 
     capsys.readouterr()
     assert eval_main([str(grid_run), "episodes=2", "opponents=greedy"]) == 2
-    assert "opponents= and num_bots= apply to the arena only, not to grid" in capsys.readouterr().err
+    assert (
+        "opponents= and num_bots= apply to envs whose bots can be set (set_bots: the arena), not to grid"
+        in capsys.readouterr().err
+    )

@@ -178,7 +178,7 @@ def test_a_shelf_agent_as_eval_opponents_and_in_a_rating(tmp_path, monkeypatch, 
     assert {row["player"] for row in table["table"]} == {"pretrained:arena-selfplay-v2", "greedy", "random_safe"}
     capsys.readouterr()
     line = one_line_error(capsys, eval_main(["pretrained:snake-v1", "vs=greedy"]))
-    assert "arena" in line
+    assert "trained on env=snake, a game of one seat" in line
 
 
 def test_the_published_rating_table_of_the_shelf_is_reproduced():
