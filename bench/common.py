@@ -129,7 +129,7 @@ def timed_program(cfg: Any, updates: int | None, warmup: int = 1) -> tuple[dict[
     """Steps/s of one compiled chunk of exactly `updates` updates of a config (default: about 300k env
     steps, at least 20 updates), after `warmup` updates (first-call allocations; a DQN warm-up chunk also
     fills part of the replay); and the compiled program."""
-    from jaxrl.run import build
+    from jaxrl import build
 
     if updates is None:
         updates = max(20, 300_000 // build.program(cfg).steps_per_update)

@@ -8,9 +8,7 @@ tests/envs/test_env_contract.py checks every registered env against them.
 from __future__ import annotations
 
 import functools
-import importlib
 import inspect
-import warnings
 from collections.abc import Callable
 from typing import Any
 
@@ -65,7 +63,7 @@ class Env(environment.Environment):
     (`core/networks.py`, `Torso`), so the env and the rollout keep one byte a cell. Default: 0, numbers as they are."""
 
     num_agents: int = 1
-    """Agents per world (core/vector.py, run/evaluation.py): with K > 1, actions, rewards and observations gain a
+    """Agents per world (core/vector.py, trained/evaluation.py): with K > 1, actions, rewards and observations gain a
     leading (K,) axis. Default: 1."""
 
     def action_space(self, params: Any = None) -> spaces.Discrete:
@@ -79,7 +77,7 @@ class Env(environment.Environment):
         The registry calls it on every env's params, the trainer on every curriculum phase's. Default: no checks."""
 
     def eval_params(self, params: Any) -> Any:
-        """The params to evaluate a policy with, from the trained ones (run/evaluation.py). Default: unchanged."""
+        """The params to evaluate a policy with, from the trained ones (trained/evaluation.py). Default: unchanged."""
         return params
 
     # -- episodes -----------------------------------------------------------------------
@@ -125,11 +123,11 @@ class Env(environment.Environment):
     # -- bots and opponents -------------------------------------------------------------
 
     bot_policy: str = ""
-    """A finished run whose greedy policy drives the env's bots (run/frozen.py attaches it). Default: "", none."""
+    """A finished run whose greedy policy drives the env's bots (trained/frozen.py attaches it). Default: "", none."""
 
     @absent
     def with_bot_policy(self, policy: Callable) -> Env:
-        """This env with `policy(obs, key) -> actions` driving its bots: run/frozen.py, evaluation. Default: none."""
+        """This env with `policy(obs, key) -> actions` driving its bots: frozen bots, evaluation. Default: none."""
 
     opponent_slots: int | None = None
     """Seats self-play can fill with past policies (algos/selfplay.py). Default: None, the env has no opponents."""
@@ -305,28 +303,3 @@ def _known(name: str) -> str:
     if name not in HOOKS:
         raise ValueError(f"{name!r} is not an env hook; the hooks: {', '.join(HOOKS)}")
     return name
-
-
-# Names that moved out of this module, importable here for one release with a DeprecationWarning.
-MOVED = {
-    "hash32": "jaxrl.envs.kernels",
-    "fusion_boundary": "jaxrl.envs.kernels",
-    "pick": "jaxrl.envs.kernels",
-    "INT32_MAX": "jaxrl.envs.checks",
-    "whole": "jaxrl.envs.checks",
-    "finite32": "jaxrl.envs.checks",
-    "GIF_PIXELS": "jaxrl.envs.render",
-    "upscale": "jaxrl.envs.render",
-    "AgentsDiscrete": "jaxrl.envs.spaces",
-}
-
-
-def __getattr__(name: str) -> Any:
-    if name not in MOVED:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    warnings.warn(
-        f"{__name__}.{name} moved to {MOVED[name]}.{name}; the old path goes in the next release",
-        DeprecationWarning,
-        stacklevel=2,
-    )
-    return getattr(importlib.import_module(MOVED[name]), name)

@@ -5,7 +5,7 @@ run = jaxrl.train(env="snake", total_timesteps=2e6)   # or algo="dqn", **{"algo.
 run.summary, run.metrics, run.evaluate(), run.replay(), run.policy
 run = jaxrl.load("runs/...")                          # reopen a run
 run = jaxrl.pretrained("snake-v1")                    # a trained agent that ships with jaxrl
-cfg = jaxrl.make_config(env="snake", num_envs=64)          # the typed config alone (jaxrl.run.build makes its program)
+cfg = jaxrl.make_config(env="snake", num_envs=64)          # the typed config alone (jaxrl.build makes its program)
 """
 
 __version__ = "0.2.0"
@@ -29,6 +29,10 @@ def _source_tree_subpackages() -> None:
 
 
 _source_tree_subpackages()
+
+from jaxrl import _moved  # noqa: E402  (old import paths a user could have, for one more release)
+
+_moved.install()
 
 from jaxrl.errors import ConfigError, NonFiniteError, SaveError
 

@@ -1,33 +1,48 @@
-"""Old import paths of modules and names that moved, kept for one release: each old module is the new one, and
-each old name the new object, with a DeprecationWarning naming where it went."""
+"""The one list of old import paths a user could have (from the docs or a notebook), each the new module itself
+for one more release, with a DeprecationWarning naming where it went and the version that drops it. Nothing
+else keeps an old name: the modules no release or page named moved without one."""
 
 from __future__ import annotations
 
 import importlib
+import importlib.abc
+import importlib.util
 import sys
 import warnings
-from collections.abc import Callable
 from typing import Any
 
+# old module -> (new module, the version that drops the old path)
+MOVED = {
+    "jaxrl.run.build": ("jaxrl.build", "0.3.0"),  # docs/command-line.md, notebooks/throughput.ipynb up to 0.2.0
+    "jaxrl.opponents.headtohead": ("jaxrl.trained.headtohead", "0.3.0"),  # notebooks/arena.ipynb up to 0.2.0
+    "jaxrl.opponents.rating": ("jaxrl.trained.rating", "0.3.0"),  # notebooks/arena.ipynb up to 0.2.0
+    "jaxrl.opponents": ("jaxrl.trained", "0.3.0"),  # the package of the two above
+}
 
-def alias(old: str, new: str) -> None:
-    """Make module `old` the module `new` (the same object), warning once that it moved."""
-    warnings.warn(f"{old} moved to {new}; the old path goes in the next release", DeprecationWarning, stacklevel=3)
-    sys.modules[old] = importlib.import_module(new)
+
+class _Loader(importlib.abc.Loader):
+    def __init__(self, new: str) -> None:
+        self.new = new
+
+    def create_module(self, spec: Any) -> Any:
+        return importlib.import_module(self.new)
+
+    def exec_module(self, module: Any) -> None:
+        pass  # the new module, already imported
 
 
-def names(old: str, moved: dict[str, str]) -> Callable[[str], Any]:
-    """A module `__getattr__` for module `old` whose names in `moved` went to the modules given: the new object,
-    with a warning."""
+class _Finder(importlib.abc.MetaPathFinder):
+    """Finds each old path of MOVED as its new module, warning once per import."""
 
-    def getattr_(name: str) -> Any:
-        if name not in moved:
-            raise AttributeError(f"module {old!r} has no attribute {name!r}")
-        warnings.warn(
-            f"{old}.{name} moved to {moved[name]}.{name}; the old path goes in the next release",
-            DeprecationWarning,
-            stacklevel=2,
-        )
-        return getattr(importlib.import_module(moved[name]), name)
+    def find_spec(self, name: str, path: Any = None, target: Any = None) -> Any:
+        if name not in MOVED:
+            return None
+        new, drop = MOVED[name]
+        warnings.warn(f"{name} moved to {new}; the old path goes in jaxrl {drop}", DeprecationWarning, stacklevel=2)
+        return importlib.util.spec_from_loader(name, _Loader(new))
 
-    return getattr_
+
+def install() -> None:
+    """Put the finder on `sys.meta_path` (once)."""
+    if not any(isinstance(f, _Finder) for f in sys.meta_path):
+        sys.meta_path.insert(0, _Finder())  # before the path finder, which would load a second copy

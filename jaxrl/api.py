@@ -8,7 +8,7 @@ Keyword arguments use the command line's keys: `num_envs=512`, `**{"algo.lr": 3e
 dicts `algo={"lr": 3e-4}` (a dict's `name` picks the group: `env={"name": "grid", "num_agents": 4}`).
 They are merged into the typed config as Python values (Hydra composes only the packaged defaults the
 group names pick); `jaxrl.make_config(...)` is that config alone. Bad arguments raise `jaxrl.ConfigError`
-with the line the CLI prints. Building and running the config is `jaxrl.run.build`'s.
+with the line the CLI prints. Building and running the config is `jaxrl.build`'s.
 """
 
 from __future__ import annotations
@@ -38,8 +38,8 @@ def compose(
         choices, flat = split_settings(settings)
         settings = {**choices, **flat}
     join_early(settings, None if run_dir is None else run_dir / "config.yaml")  # before jax starts (envs, gymnax)
+    from jaxrl.build import check_same_state
     from jaxrl.config.compose import compose_config, resume_config, settings_config
-    from jaxrl.run.build import check_same_state
 
     if run_dir is None:
         cfg, resolved = settings_config(settings) if isinstance(settings, dict) else compose_config(settings)
@@ -53,7 +53,7 @@ def compose(
 
 def make_config(**settings: Any) -> TrainConfig:
     """The typed, checked config of these settings (as `train` takes them), without training:
-    `jaxrl.run.build.program(jaxrl.make_config(env="snake", num_envs=64), chunk=10)` is its compiled program."""
+    `jaxrl.build.program(jaxrl.make_config(env="snake", num_envs=64), chunk=10)` is its compiled program."""
     return compose(settings)[0]
 
 
@@ -68,7 +68,7 @@ def train(
     **overrides: Any,
 ) -> Run:
     """Train an agent (or continue `resume=RUN_DIR`) and return its `Run`; settings as on the command line."""
-    from jaxrl.run import build
+    from jaxrl import build
 
     named = {"env": env, "algo": algo, "total_timesteps": total_timesteps, "seed": seed, "run_dir": run_dir}
     settings = {k: v for k, v in named.items() if v is not None} | overrides
@@ -81,7 +81,7 @@ def load(run_dir: str | Path) -> Run:
     """Reopen a finished or interrupted run, or a shelf agent as `pretrained:NAME` (ConfigError when it is
     neither)."""
     from jaxrl.config.compose import resume_config
-    from jaxrl.run.shelf import is_pretrained
+    from jaxrl.trained.shelf import is_pretrained
 
     if is_pretrained(str(run_dir)):
         return PretrainedRun(str(run_dir))
@@ -151,7 +151,7 @@ class Run:
         """(step, runner of every seed, Program) of checkpoint `step` (default: the newest readable one)."""
         if step in self._restored:
             return self._restored[step]
-        from jaxrl.run import build
+        from jaxrl import build
         from jaxrl.run.checkpoint import Checkpointer, CheckpointError
 
         program = build.program(self.config)
@@ -188,7 +188,7 @@ class Run:
     ) -> dict:
         """Play `episodes` per seed (of a sweep's `member`, default the best); the eval.json dict (also written).
         No replay is drawn."""
-        from jaxrl.run.evaluation import evaluate
+        from jaxrl.trained.evaluation import evaluate
 
         return evaluate(self, episodes=episodes, greedy=greedy, seed=seed, step=step, render="none", member=member)
 
@@ -221,7 +221,7 @@ class Run:
     ) -> dict:
         from jaxrl.config.environment import make_env
         from jaxrl.envs.base import offers
-        from jaxrl.run.evaluation import evaluate
+        from jaxrl.trained.evaluation import evaluate
 
         if not offers(make_env(self.config)[0], "render_rgb"):  # before anything is written
             raise ConfigError(f"{self.config.env.name} does not draw itself as a picture; no replay")
@@ -231,7 +231,7 @@ class Run:
         """Head-to-head games at this run's env's table of its greedy policy against `other` (a Run, a run
         directory, `PATH@STEP`, or one of the env's bots: the arena's "greedy" | "random_safe"), seats rotated:
         {"a_wins", "b_wins", "draws", "a_score", "a_placement", "b_placement", ...}, this run as `a`."""
-        from jaxrl.opponents import headtohead
+        from jaxrl.trained import headtohead
 
         me = headtohead.player(f"{self.run_dir}@{step}" if step is not None else self, load, flag="run")
         return headtohead.play_pair(me, headtohead.player(other, load), episodes, seed)
@@ -240,7 +240,7 @@ class Run:
         """(env, env_params) as the run's config builds them: the settings it trained with (a
         curriculum's phases aside), so `run.policy` can act in it (an arena's `bot_policy` run attached)."""
         from jaxrl.config.environment import make_env
-        from jaxrl.run.frozen import with_frozen_bots
+        from jaxrl.trained.frozen import with_frozen_bots
 
         env, env_params = make_env(self.config)
         return with_frozen_bots(env), env_params
@@ -257,7 +257,7 @@ class Run:
         greedy, or acting as in training."""
         import jax
 
-        from jaxrl.run.evaluation import pick_member
+        from jaxrl.trained.evaluation import pick_member
 
         _, runner, program = self.restore(step)
         seeds, members = self.config.num_seeds, program.sweep.size
@@ -275,7 +275,7 @@ class PretrainedRun(Run):
     writes (eval.json, replay.gif) goes to `runs/pretrained-<name>/` under the current folder unless told where."""
 
     def __init__(self, spec: str):
-        from jaxrl.run.shelf import PREFIX, ShelfAgent
+        from jaxrl.trained.shelf import PREFIX, ShelfAgent
 
         self.agent = ShelfAgent(spec if spec.startswith(PREFIX) else PREFIX + spec)
         self.name = self.agent.name

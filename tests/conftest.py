@@ -130,8 +130,8 @@ SLOW_TIER = {
     "tests/core/test_precision.py::test_precision_is_written_to_config_yaml_and_a_resumed_run_keeps_it",
     "tests/run/test_reliability.py::test_an_apple_reward_that_overflows_the_return_reaches_the_guard",
     # self-play with the other learners and bf16 variants (PPO's self-play tests and the first bf16 variants stay)
-    "tests/opponents/test_selfplay.py::test_selfplay_runs_with_every_learner_and_several_seeds[dqn]",
-    "tests/opponents/test_selfplay.py::test_selfplay_runs_with_every_learner_and_several_seeds[pqn]",
+    "tests/algos/test_selfplay.py::test_selfplay_runs_with_every_learner_and_several_seeds[dqn]",
+    "tests/algos/test_selfplay.py::test_selfplay_runs_with_every_learner_and_several_seeds[pqn]",
     "tests/core/test_precision.py::test_bf16_update_keeps_parameters_and_optimizer_state_float32[ppo-gaussian]",
     "tests/core/test_precision.py::test_bf16_network_computes_in_bfloat16_from_float32_parameters_forward_and_backward[q-network]",
     # the SB3 peer's process hygiene (the bench's peer, not the library)
@@ -139,17 +139,17 @@ SLOW_TIER = {
     # moved by issue 48 to bring the README's command within its budget; each keeps a default-tier guard:
     # head-to-head games between trained runs need four trained arena and grid runs (37 s of setup); the
     # bot-against-bot games, the rating fit and the refusal of vs= with opponents= stay
-    "tests/opponents/test_headtohead.py::test_a_policy_against_itself_scores_half_with_the_seats_rotated",
-    "tests/opponents/test_headtohead.py::test_eval_vs_plays_each_opponent_and_writes_the_table_and_a_gif",
-    "tests/opponents/test_headtohead.py::test_run_play_against_is_the_same_games",
-    "tests/opponents/test_headtohead.py::test_bad_vs_is_one_line",
-    "tests/opponents/test_headtohead.py::test_ratings_are_reproducible_and_agree_across_seeds_within_their_errors",
-    "tests/opponents/test_headtohead.py::test_bad_rate_input_is_one_line",
+    "tests/trained/test_headtohead.py::test_a_policy_against_itself_scores_half_with_the_seats_rotated",
+    "tests/trained/test_headtohead.py::test_eval_vs_plays_each_opponent_and_writes_the_table_and_a_gif",
+    "tests/trained/test_headtohead.py::test_run_play_against_is_the_same_games",
+    "tests/trained/test_headtohead.py::test_bad_vs_is_one_line",
+    "tests/trained/test_headtohead.py::test_ratings_are_reproducible_and_agree_across_seeds_within_their_errors",
+    "tests/trained/test_headtohead.py::test_bad_rate_input_is_one_line",
     # Snake's resume (22 s); the CartPole PPO SIGKILL, mid-write and Ctrl-C resumes stay
     "tests/run/test_checkpoint.py::test_resume_of_snake_grid_and_multi_agent_runs_is_bit_identical[snake-ppo]",
     # self-play with two seeds and on the grid; PPO's one-seed self-play tests in the arena stay
-    "tests/opponents/test_selfplay.py::test_selfplay_runs_with_every_learner_and_several_seeds[two-seeds]",
-    "tests/opponents/test_selfplay.py::test_selfplay_trains_the_grid_against_its_own_collectors",
+    "tests/algos/test_selfplay.py::test_selfplay_runs_with_every_learner_and_several_seeds[two-seeds]",
+    "tests/algos/test_selfplay.py::test_selfplay_trains_the_grid_against_its_own_collectors",
     # vmap over seeds; vmap over envs and the number of chunks stay
     "tests/run/test_reliability.py::test_vmap_over_seeds_equals_separate_runs[ppo]",
     # the grid's several agents per world; the open arena's every-snake-a-stream PPO run stays
@@ -164,8 +164,8 @@ SLOW_TIER = {
     # snapshots in self-play (the fixed-opponent self-play run stays), a sweep's resume (the one-program and
     # every-setting-traces sweep tests stay), a gymnax id other than CartPole from the CLI (CartPole's runs
     # are gymnax's), the PureJaxRL-shaped continuous PPO's run and SB3's score curve (their unit tests stay)
-    "tests/opponents/test_selfplay.py::test_recurrent_opponents_carry_their_own_state_and_start_each_game_fresh",
-    "tests/opponents/test_selfplay.py::test_the_pool_holds_only_snapshots_taken_after_start_never_the_initial_weights",
+    "tests/algos/test_selfplay.py::test_recurrent_opponents_carry_their_own_state_and_start_each_game_fresh",
+    "tests/algos/test_selfplay.py::test_the_pool_holds_only_snapshots_taken_after_start_never_the_initial_weights",
     "tests/scale/test_sweep.py::test_a_sweep_resumes_with_its_members",
     "tests/test_cli.py::test_gymnax_id_runs",
     "tests/bench/test_purejaxrl_ppo_continuous_ref.py::test_a_short_run_gives_finite_figures_and_the_latest_episodes_return",
@@ -214,7 +214,7 @@ LONGEST_FILES = {
     "tests/scale/test_distributed.py": 180,
     "tests/scale/test_mesh.py": 165,
     "tests/run/test_reliability.py": 150,
-    "tests/opponents/test_headtohead.py": 130,
+    "tests/trained/test_headtohead.py": 130,
 }
 
 

@@ -38,8 +38,8 @@ def env_config(name: str, **settings):
 def three_chunks(algo, steps_per_update: int):
     """A 2-seed, 4-env CartPole run of 7 updates of `algo` (a config dataclass) through one compiled chunk
     of 3, run as chunks of 3, 3 and 1: the runner it ends with."""
+    from jaxrl import build
     from jaxrl.config.schema import TrainConfig
-    from jaxrl.run import build
 
     cfg = TrainConfig(
         env=env_config("CartPole-v1"),

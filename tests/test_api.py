@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import jaxrl
-from jaxrl.train import main
+from jaxrl.cli.train import main
 
 SMALL = {"num_envs": 4, "total_timesteps": 2048, "num_chunks": 2, "progress": False}
 
@@ -143,7 +143,7 @@ def test_keyword_values_are_merged_as_python_values_not_reparsed():
 
 
 def test_build_program_is_the_config_s_env_and_algorithm():
-    from jaxrl.run import build
+    from jaxrl import build
 
     cfg = jaxrl.make_config(env={"name": "snake", "size": 6}, num_envs=8, algo={"name": "dqn", "buffer_size": 512})
     program = build.program(cfg, chunk=2)

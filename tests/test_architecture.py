@@ -7,8 +7,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
-
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -100,7 +98,7 @@ def test_the_cycle_check_finds_a_cycle_through_a_function_level_import(tmp_path)
 # own folder, a lower floor, jaxrl.errors and jaxrl.envs; the entry points on top (api, train, eval, rate)
 # may import anything. A registry on a low floor finds its built-in entries by module name when first read
 # (jaxrl.config.registry): it names where they live and imports none of their code.
-FLOORS = ("core", "config", "algos", "scale", "run", "opponents")
+FLOORS = ("core", "config", "algos", "scale", "run", "trained")
 BOTTOM = ("errors", "_moved")  # jaxrl.errors and jaxrl._moved, floor 0: they import nothing of jaxrl
 
 
@@ -146,10 +144,10 @@ def test_the_floor_check_finds_an_upward_import_inside_a_function(tmp_path):
 
 def test_jaxrl_keeps_its_roles_in_folders():
     """At most about ten modules directly in jaxrl/; the device side, algorithms, the host side of a run,
-    configuration, scale-out and opponents each have a folder."""
+    configuration, scale-out, what is done after training and the commands each have a folder."""
     top = sorted(p.name for p in (ROOT / "jaxrl").glob("*.py"))
     assert len(top) <= 10, top
-    for folder in ("core", "algos", "run", "config", "scale", "opponents"):
+    for folder in ("core", "algos", "run", "config", "scale", "trained", "cli"):
         assert (ROOT / "jaxrl" / folder / "__init__.py").is_file(), folder
 
 
@@ -164,64 +162,26 @@ def test_envs_stand_alone_from_the_learner():
     assert {name: found for name, found in outside.items() if found} == {}
 
 
-# Modules that moved (old path -> new path); the old paths work for one release and warn.
-MOVED = {
-    "jaxrl.scale.sweep": "jaxrl.config.sweep",
-    "jaxrl.opponents.pool": "jaxrl.core.pool",
-    "jaxrl.opponents.selfplay": "jaxrl.algos.selfplay",
-    "jaxrl.opponents.frozen": "jaxrl.run.frozen",
-}
+def test_the_old_paths_a_user_could_have_are_the_new_modules_and_warn_with_the_version_that_drops_them():
+    from jaxrl._moved import MOVED
 
-
-def test_old_paths_of_moved_modules_warn_and_are_the_new_modules():
     script = """
 import importlib, sys, warnings
-for old, new in {moved}.items():
+from jaxrl._moved import MOVED
+for old, (new, drop) in MOVED.items():
+    sys.modules.pop(old, None)  # found again, as a first import finds it
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         module = importlib.import_module(old)
     assert module is importlib.import_module(new) and sys.modules[old] is module, old
     said = [str(w.message) for w in caught if w.category is DeprecationWarning]
-    assert said == [f"{{old}} moved to {{new}}; the old path goes in the next release"], (old, said)
-from jaxrl.opponents import selfplay
-assert selfplay is sys.modules["jaxrl.algos.selfplay"]
-""".format(moved=MOVED)
+    assert f"{old} moved to {new}; the old path goes in jaxrl {drop}" in said, (old, said)
+from jaxrl.opponents import headtohead
+assert headtohead is sys.modules["jaxrl.trained.headtohead"]
+"""
+    assert MOVED, "the list of old paths"
     proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=False, cwd=ROOT)
     assert proc.returncode == 0, proc.stderr[-2000:]
-
-
-# Names that moved out of a module (old module -> {name: new module}); the old paths work for one release and warn.
-MOVED_NAMES = {
-    "jaxrl.envs.base": {
-        "hash32": "jaxrl.envs.kernels",
-        "fusion_boundary": "jaxrl.envs.kernels",
-        "pick": "jaxrl.envs.kernels",
-        "INT32_MAX": "jaxrl.envs.checks",
-        "whole": "jaxrl.envs.checks",
-        "finite32": "jaxrl.envs.checks",
-        "GIF_PIXELS": "jaxrl.envs.render",
-        "upscale": "jaxrl.envs.render",
-        "AgentsDiscrete": "jaxrl.envs.spaces",
-    },
-    "jaxrl.config.schema": dict.fromkeys(("make_env", "env_settings", "env_params"), "jaxrl.config.environment"),
-}
-
-
-def test_old_paths_of_moved_names_warn_and_are_the_same_objects():
-    import importlib
-    import warnings
-
-    for old, names in MOVED_NAMES.items():
-        module = importlib.import_module(old)
-        for name, new in names.items():
-            with warnings.catch_warnings(record=True) as caught:
-                warnings.simplefilter("always")
-                found = getattr(module, name)
-            assert found is getattr(importlib.import_module(new), name), f"{old}.{name}"
-            said = [str(w.message) for w in caught if w.category is DeprecationWarning]
-            assert said == [f"{old}.{name} moved to {new}.{name}; the old path goes in the next release"], said
-        with pytest.raises(AttributeError, match=f"module '{old}' has no attribute 'never_here'"):
-            module.never_here  # noqa: B018
 
 
 def test_every_package_folder_is_installed_by_pip_install_dot():

@@ -10,9 +10,9 @@ import pytest
 import yaml
 
 import jaxrl
+from jaxrl.cli.train import main
 from jaxrl.config.compose import compose_config
 from jaxrl.config.environment import make_env
-from jaxrl.train import main
 
 
 def test_smoke_run_writes_the_run_directory(tmp_path, capsys):

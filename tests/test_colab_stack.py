@@ -105,7 +105,7 @@ def test_a_shelf_agent_plays_from_a_plain_install_without_training(colab_python,
     """The shelf ships as package data: a plain install plays `pretrained:snake-v1` to its recorded score."""
     import json
 
-    script = "from jaxrl.run import shelf; print(shelf.info('snake-v1')['figures']['greedy_score'])"
+    script = "from jaxrl.trained import shelf; print(shelf.info('snake-v1')['figures']['greedy_score'])"
     recorded = float(run([colab_python, "-c", script], cwd=tmp_path).strip())
     out = run([colab_python, "-m", "jaxrl.eval", "pretrained:snake-v1", "episodes=100", "render=none"], cwd=tmp_path)
     assert "score mean" in out

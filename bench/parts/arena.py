@@ -424,9 +424,9 @@ SELFPLAY = ["opponents=selfplay", "selfplay.start=1", "selfplay.snapshot_every=2
 
 def selfplay_speed(ctx: Context) -> dict[str, Any]:
     """Bots-only and self-play PPO steps/s side by side (twice, interleaved), and the split of a self-play step."""
+    from jaxrl import build
     from jaxrl.bench.parts.train import timed_chunk
     from jaxrl.config.compose import compose_config
-    from jaxrl.run import build
 
     small = ctx.pick(["num_envs=16", "algo.num_steps=8"], [], [])
     target = ctx.pick(256, 400_000, 5_000_000)
@@ -450,10 +450,10 @@ def selfplay_speed(ctx: Context) -> dict[str, Any]:
 def selfplay_split(small: list[str]) -> dict[str, float]:
     """Milliseconds per vector step of a self-play batch's pieces, every self-play world playing one of 8
     distinct snapshots (best of 5 rounds of 20 calls each)."""
+    from jaxrl import build
     from jaxrl.config.compose import compose_config
     from jaxrl.core.pool import grouped_apply
     from jaxrl.core.vector import VectorEnv
-    from jaxrl.run import build
 
     cfg, _ = compose_config(["env=arena", *small, *SELFPLAY, "selfplay.bot_share=0", "progress=false"])
     algo = build.program(cfg).algo

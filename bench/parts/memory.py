@@ -30,8 +30,8 @@ def nbytes(tree: Any) -> int:
 
 
 def measure(algo: str, n: int, accelerator: bool) -> dict[str, Any]:
+    from jaxrl import build
     from jaxrl.config.compose import compose_config
-    from jaxrl.run import build
 
     cfg, _ = compose_config(["env=snake", f"algo={algo}", f"num_envs={n}", "progress=false"])
     program = build.program(cfg, chunk=1)

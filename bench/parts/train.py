@@ -86,8 +86,8 @@ def with_limit(row: dict[str, Any], cfg: Any, program: Any, ceiling: dict[str, A
 def program_sps(overrides: list[str], target_steps: int, ceiling: dict[str, Any] | None = None) -> dict[str, Any]:
     """Steps/s of one timed chunk of updates (about `target_steps` env steps) of a config, with its share of
     `ceiling` when given."""
+    from jaxrl import build
     from jaxrl.config.compose import compose_config
-    from jaxrl.run import build
 
     cfg, _ = compose_config([*overrides, "progress=false"])
     updates = max(2, target_steps // build.program(cfg).steps_per_update)
@@ -102,7 +102,7 @@ def jaxrl_run(env: str, settings: dict[str, Any], ceiling: dict[str, Any] | None
     row = {"sps": s["sps"], "compile_s": s["compile_s"], "final_return": s["final_return"]}
     if ceiling is None:
         return row
-    from jaxrl.run import build
+    from jaxrl import build
 
     cfg = jaxrl.make_config(env=env, **settings)
     program = build.program(cfg, chunk=1)
@@ -516,8 +516,8 @@ def print_vs(results: dict[str, Any]) -> None:
 
 def chunk_throughput(args: argparse.Namespace) -> dict[str, Any]:
     """Steps/s of one timed chunk of an env's default config (after a warm-up update)."""
+    from jaxrl import build
     from jaxrl.config.compose import compose_config
-    from jaxrl.run import build
 
     overrides = [f"env={args.env}", f"algo={args.algo}"]
     overrides += ["algo.learning_starts=0"] if args.algo == "dqn" else []

@@ -5,7 +5,7 @@ written before format 3), and every checkpoint's meta names it again. Each chang
 `FORMAT` by one and adds `MIGRATIONS[N]`, a pure function from format N's saved data to format N+1's (new
 fields get their defaults). Loading chains them: a run of any format from `OLDEST` on loads with this jaxrl.
 Loading migrates in memory and changes nothing on disk; `python -m jaxrl.upgrade RUN_DIR` (and a resume)
-writes the migrated checkpoints beside the old ones (jaxrl/run/upgrade.py). A run of a newer format than
+writes the migrated checkpoints beside the old ones (jaxrl/trained/upgrade.py). A run of a newer format than
 this jaxrl knows gets one line naming both formats and the jaxrl that wrote it. docs/checkpoints.md.
 """
 

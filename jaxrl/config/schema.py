@@ -9,7 +9,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from jaxrl import _moved
 from jaxrl.errors import ConfigError
 
 DEVICES = ("auto", "cpu", "tpu", "gpu", "metal")
@@ -143,9 +142,3 @@ def env_groups(cfg: TrainConfig) -> int:
     """The env groups a run's algorithm shuffles and samples in (`jaxrl.core.groups`): env_groups, once the
     device layout has filled it in (`jaxrl.scale.mesh`), else 1."""
     return cfg.env_groups or 1
-
-
-# A schema builds no env: these went to jaxrl.config.environment.
-__getattr__ = _moved.names(
-    __name__, dict.fromkeys(("env_settings", "make_env", "env_params"), "jaxrl.config.environment")
-)

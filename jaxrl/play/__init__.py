@@ -36,8 +36,8 @@ def require_play_extra() -> None:
 def _agent_of(spec: str, flag: str, host: Any) -> Any:
     """An Agent of a run directory or shelf agent that can sit at `host`'s table (other runs at the table)."""
     from jaxrl.api import load
-    from jaxrl.opponents.headtohead import check_pair, player
     from jaxrl.play.game import Agent
+    from jaxrl.trained.headtohead import check_pair, player
 
     found = player(spec, load, flag=flag)
     check_pair(host, found, flag=flag)
@@ -59,14 +59,14 @@ def make_table(
     import jax
 
     from jaxrl.play.game import Table, run_agent
-    from jaxrl.run.evaluation import with_opponents
+    from jaxrl.trained.evaluation import with_opponents
 
     if (target is None) == (env is None):
         raise UsageError("give one target: a run directory, pretrained:NAME, or env=NAME")
     if env is not None:
         from jaxrl.api import make_config
         from jaxrl.config.environment import make_env
-        from jaxrl.run.evaluation import params_for_eval
+        from jaxrl.trained.evaluation import params_for_eval
 
         settings = dict(env)
         name = settings.pop("name")
@@ -89,7 +89,7 @@ def make_table(
             raise UsageError(str(e)) from None
         cfg, seeds, games, label = info["config"], info["seeds"], Path(run.run_dir) / "games", agent.name
     from jaxrl.envs.base import hook
-    from jaxrl.opponents.headtohead import Player
+    from jaxrl.trained.headtohead import Player
 
     kinds = hook(built, "bot_kinds")
     if (opponents is not None or num_bots is not None) and hook(built, "num_seats") < 2:

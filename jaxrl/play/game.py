@@ -8,7 +8,7 @@ seed and actions. Nothing of the rules is copied: every step is the env's `step_
 A game is stepped in one of two ways:
 - `env`: the env as evaluation plays it. The run's policy acts for every learner, the env's own bots play
   inside its step, and a seated person takes learner 0's action. With seed S the agent's moves are those of
-  `python -m jaxrl.eval RUN episodes=1 seed=S` (the same key chain: `jaxrl.run.episodes.KeyChain`).
+  `python -m jaxrl.eval RUN episodes=1 seed=S` (the same key chain: `jaxrl.trained.episodes.KeyChain`).
 - `table`: the env's table (`env.table(seats)`, every seat's action given), so that a person sits beside the
   run's policy and the opponents (`opponents=`: the env's bots, another run, a shelf agent), or two runs play
   head-to-head (`vs=`), seats rotated each game as `python -m jaxrl.eval vs=` rotates them.
@@ -26,7 +26,7 @@ import numpy as np
 from jaxrl.config.compose import UsageError
 from jaxrl.envs.base import hook, offers
 from jaxrl.play import controls
-from jaxrl.run.episodes import Episode, KeyChain, plain_params, step_held
+from jaxrl.trained.episodes import Episode, KeyChain, plain_params, step_held
 
 # Table-mode seat owners: a person, the run's policy, then the env's bots (BOT + their index in `bot_kinds`),
 # then the other players (`Table.others_from` on).
@@ -52,7 +52,7 @@ class Agent:
 def run_agent(run: Any, step: int | None = None, member: int | None = None) -> tuple[Agent, Any, Any, Any]:
     """(the run's greedy policy as an Agent, its env, its env params as evaluation plays them (seed 0), the
     program); the same policy and params `python -m jaxrl.eval` plays."""
-    from jaxrl.run.evaluation import params_for_eval, pick_member
+    from jaxrl.trained.evaluation import params_for_eval, pick_member
 
     found, runner, program = run.restore(step)
     member = pick_member(run, program, member)

@@ -174,8 +174,8 @@ class Session:
 
     def save(self) -> dict[str, Any]:
         """The game so far as an episode file and its GIF in the games folder."""
-        from jaxrl.run.episodes import simulate
-        from jaxrl.run.evaluation import save_gif
+        from jaxrl.trained.episodes import simulate
+        from jaxrl.trained.evaluation import save_gif
 
         g = self.game
         if not g.actions:

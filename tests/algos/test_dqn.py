@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from gymnax.environments import spaces
 
-from jaxrl import envs
+from jaxrl import build, envs
 from jaxrl.algos.base import interval_crossed
 from jaxrl.algos.dqn import DQN, DQNConfig
 from jaxrl.bench import checks
@@ -15,7 +15,6 @@ from jaxrl.config.schema import TrainConfig
 from jaxrl.core import rollout
 from jaxrl.core.losses import q_targets
 from jaxrl.core.replay import Batch, ReplayBuffer
-from jaxrl.run import build
 from tests.helpers import (
     bias_values,
     count_traces,

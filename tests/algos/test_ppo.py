@@ -6,14 +6,13 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from jaxrl import envs
+from jaxrl import build, envs
 from jaxrl.algos.ppo import PPO, ObsStats, PPOConfig
 from jaxrl.bench import checks
 from jaxrl.config.compose import compose_config
 from jaxrl.config.environment import make_env
 from jaxrl.config.schema import TrainConfig
 from jaxrl.core import losses
-from jaxrl.run import build
 from tests.helpers import (
     bias_values,
     count_traces,

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from jaxrl.battlesnake.__main__ import main
 from jaxrl.battlesnake.replay import replay
+from jaxrl.cli.battlesnake import main
 from tests.helpers import one_line_error
 
 SHARED = Path(__file__).resolve().parents[1] / "data" / "battlesnake"  # the engine's records, kept in the repository

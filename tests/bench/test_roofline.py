@@ -10,9 +10,9 @@ import jax.numpy as jnp
 import pytest
 
 import jaxrl
+from jaxrl import build
 from jaxrl.bench import roofline
 from jaxrl.bench.parts.train import purejaxrl_settings
-from jaxrl.run import build
 
 
 def compiled(fn, *args, donate=()):

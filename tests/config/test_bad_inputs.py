@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 import jaxrl
-from jaxrl.eval import main as eval_main
-from jaxrl.train import main as train_main
+from jaxrl.cli.eval import main as eval_main
+from jaxrl.cli.train import main as train_main
 
 RUN = ["env=CartPole-v1", "num_envs=4", "total_timesteps=4096", "num_chunks=2"]
 

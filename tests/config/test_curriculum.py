@@ -7,9 +7,9 @@ import numpy as np
 import pytest
 
 from jaxrl import envs
+from jaxrl.cli.train import main
 from jaxrl.config.curriculum import build_phases, traced
 from jaxrl.config.schema import ConfigError
-from jaxrl.train import main
 from tests.helpers import count_traces
 
 RUN = ["env=CartPole-v1", "num_envs=4", "algo.num_steps=64", "total_timesteps=20480", "num_chunks=8"]

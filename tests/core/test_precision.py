@@ -11,13 +11,13 @@ import numpy as np
 import pytest
 
 import jaxrl
+from jaxrl import build
 from jaxrl.algos.ppo import PPO
+from jaxrl.cli.train import main as train_main
 from jaxrl.config.compose import compose_config
 from jaxrl.core.networks import ActorCritic, QNetwork
 from jaxrl.core.precision import matmul_precision
-from jaxrl.run import build
 from jaxrl.run.driver import Hook, Program
-from jaxrl.train import main as train_main
 
 MATMULS = ("dot_general", "conv_general_dilated")
 

@@ -414,7 +414,7 @@ def test_default_params_fill_the_board_with_bots():
 def test_a_curriculum_over_the_bots_trains_with_one_compiled_chunk(tmp_path, monkeypatch):
     import csv
 
-    from jaxrl.train import main
+    from jaxrl.cli.train import main
     from tests.helpers import count_traces
 
     traces = count_traces(monkeypatch)
@@ -432,7 +432,7 @@ def test_a_curriculum_over_the_bots_trains_with_one_compiled_chunk(tmp_path, mon
 
 
 def test_bad_curriculum_bot_counts_are_one_line(tmp_path, capsys):
-    from jaxrl.train import main
+    from jaxrl.cli.train import main
 
     code = main(["env=arena", "curriculum=[{steps: 100, num_bots: 5}, {}]", f"run_dir={tmp_path / 'never'}"])
     err = capsys.readouterr().err

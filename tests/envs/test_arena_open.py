@@ -281,7 +281,7 @@ def test_bad_settings_are_refused_in_one_line(settings, message):
 def test_ppo_trains_every_snake_as_a_stream(tmp_path):
     import csv
 
-    from jaxrl.train import main
+    from jaxrl.cli.train import main
 
     args = ["env=arena_open", "env.width=16", "env.height=12", "env.num_snakes=8", "env.num_food=8", "env.view=5"]
     args += ["env.max_steps_in_episode=16", "num_envs=2", "algo.num_steps=16", "algo.num_minibatches=2"]

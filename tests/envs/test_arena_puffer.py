@@ -255,7 +255,7 @@ def test_ppo_trains_on_it_with_the_cell_codes_one_hot_in_the_network(tmp_path):
     import csv
 
     import jaxrl
-    from jaxrl.train import main
+    from jaxrl.cli.train import main
 
     args = ["env=arena_open", "env.rules=pufferlib", "env.width=20", "env.height=16", "env.num_snakes=8"]
     args += ["env.num_food=8", "env.view=5", "env.max_steps_in_episode=16", "num_envs=2", "algo.num_steps=16"]

@@ -306,8 +306,8 @@ def test_several_agents_per_world_train_one_shared_network_and_evaluate(algo, tm
     import csv
     import json
 
-    from jaxrl.eval import main as eval_main
-    from jaxrl.train import main
+    from jaxrl.cli.eval import main as eval_main
+    from jaxrl.cli.train import main
 
     run_dir = tmp_path / "agents"
     args = ["env=grid", "env.num_agents=3", "env.max_steps_in_episode=16", "num_envs=8", f"algo={algo}"]
@@ -345,7 +345,7 @@ def test_render_text_draws_the_map_in_make_states_letters():
 
 
 def test_play_sums_the_agents_rewards_into_the_world_return():
-    from jaxrl.run.evaluation import play
+    from jaxrl.trained.evaluation import play
 
     env, params = envs.make("grid", size=5, num_agents=2)
     params = params.replace(reward_step=1.0, reward_collect=0.0, max_steps_in_episode=7)

@@ -10,7 +10,7 @@ import pytest
 
 import jaxrl
 from jaxrl import envs
-from jaxrl.train import main
+from jaxrl.cli.train import main
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -16,8 +16,8 @@ from PIL import Image, ImageSequence
 import jaxrl
 from jaxrl.play import serve
 from jaxrl.play.controls import DIRECTIONS
-from jaxrl.run import episodes
-from jaxrl.run.evaluation import STRIP_PIXELS, evaluate
+from jaxrl.trained import episodes
+from jaxrl.trained.evaluation import STRIP_PIXELS, evaluate
 
 pytestmark = pytest.mark.browser
 

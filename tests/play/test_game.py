@@ -12,8 +12,8 @@ import jaxrl
 from jaxrl.config.compose import UsageError
 from jaxrl.play import controls, make_table
 from jaxrl.play.game import PERSON, POLICY
-from jaxrl.run import episodes
-from jaxrl.run.evaluation import evaluate
+from jaxrl.trained import episodes
+from jaxrl.trained.evaluation import evaluate
 
 FIXTURES = Path(__file__).resolve().parents[1] / "data" / "runs" / "format-3"
 

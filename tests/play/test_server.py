@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 from websockets.sync.client import connect
 
+from jaxrl.cli.play import main as play_main
 from jaxrl.play import bind, serve
-from jaxrl.play.__main__ import main as play_main
 from jaxrl.play.server import check_message
 from tests.helpers import one_line_error
 

@@ -33,7 +33,7 @@ RUNS = {
 KILLED_RUN = """
 import sys
 from jaxrl.api import compose
-from jaxrl.run import build
+from jaxrl import build
 from tests.helpers import KillAfterChunks
 chunks, _, when = sys.argv[1].partition(":")
 cfg, resolved, _ = compose(sys.argv[2:])  # the command line's overrides, read as the CLI reads them

@@ -14,10 +14,10 @@ import numpy as np
 import pytest
 
 import jaxrl
+from jaxrl.cli.upgrade import main as upgrade_main
 from jaxrl.config import formats
 from jaxrl.config.schema import ConfigError
 from jaxrl.run.checkpoint import Checkpointer
-from jaxrl.upgrade import main as upgrade_main
 from tests.helpers import one_line_error
 
 RUNS = Path(__file__).resolve().parents[1] / "data" / "runs"
@@ -69,7 +69,7 @@ def test_there_is_a_fixture_of_each_kind_for_every_format_from_the_oldest():
 
 @pytest.mark.parametrize("fixture", EARLIER, ids=[f"{p.parent.name}/{p.name}" for p in EARLIER])
 def test_a_fixture_of_an_earlier_env_version_is_refused_in_one_line_changing_nothing(fixture, tmp_path, capsys):
-    from jaxrl.eval import main as eval_main
+    from jaxrl.cli.eval import main as eval_main
 
     run_dir = copy_of(fixture, tmp_path)
     before = files(run_dir)
@@ -137,7 +137,7 @@ def test_a_migrated_fixture_keeps_every_array_it_saved(fixture):
     """What the old code wrote, read as plain data by orbax alone, is what the migrated state holds, bit for bit."""
     import orbax.checkpoint as ocp
 
-    from jaxrl.run import build
+    from jaxrl import build
 
     run = jaxrl.load(fixture)
     checkpoints = Checkpointer(fixture / "checkpoints", reader=True)
@@ -161,7 +161,7 @@ def oldest_fixture(name: str = "ppo-cartpole") -> Path:
 def test_upgrade_writes_beside_the_old_checkpoint_and_reloads_the_same_state(tmp_path, capsys):
     run_dir = copy_of(oldest_fixture(), tmp_path)
     cfg = jaxrl.load(run_dir).config
-    from jaxrl.run import build
+    from jaxrl import build
 
     abstract = build.program(cfg).abstract_runner()
     checkpoints = Checkpointer(run_dir / "checkpoints", reader=True)
@@ -206,7 +206,7 @@ def test_an_upgrade_stopped_half_way_is_finished_by_the_next(tmp_path, capsys):
 
 
 def test_a_newer_format_names_both_formats_and_the_jaxrl_that_wrote_it(tmp_path, capsys):
-    from jaxrl.eval import main as eval_main
+    from jaxrl.cli.eval import main as eval_main
 
     run_dir = copy_of(oldest_fixture(), tmp_path)
     (run_dir / "run.json").write_text(json.dumps({"format": formats.FORMAT + 7, "jaxrl": "9.1.0"}))
@@ -220,7 +220,7 @@ def test_a_newer_format_names_both_formats_and_the_jaxrl_that_wrote_it(tmp_path,
 
 
 def test_a_checkpoint_older_than_any_migration_is_one_line(tmp_path, capsys):
-    from jaxrl.eval import main as eval_main
+    from jaxrl.cli.eval import main as eval_main
 
     run_dir = copy_of(oldest_fixture(), tmp_path)
     (meta_file,) = (run_dir / "checkpoints").glob("*/meta/metadata")

@@ -7,9 +7,9 @@ from typing import ClassVar
 import pytest
 from PIL import Image
 
+from jaxrl.cli.train import main
 from jaxrl.config.registry import LOGGERS
 from jaxrl.run import loggers
-from jaxrl.train import main
 
 RUN = ["env=CartPole-v1", "num_envs=4", "algo.num_steps=32", "total_timesteps=4096", "num_chunks=4", "num_seeds=2"]
 

@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 
 import jaxrl
-from jaxrl.train import main
+from jaxrl.cli.train import main
 
 ROOT = Path(__file__).resolve().parents[2]
 CARTPOLE = ["env=CartPole-v1", "num_envs=4", "algo.num_steps=64", "total_timesteps=8192", "progress=false"]
@@ -157,7 +157,7 @@ def test_an_unwritable_run_dir_is_one_line_before_compiling(where, tmp_path, cap
 
 
 def test_eval_keeps_the_previous_eval_json_and_gif_and_says_so(tmp_path, capsys):
-    from jaxrl.eval import main as eval_main
+    from jaxrl.cli.eval import main as eval_main
 
     run_dir = tmp_path / "snake"
     assert main(["env=snake", "num_envs=8", "algo.num_steps=16", "total_timesteps=256", f"run_dir={run_dir}"]) == 0
@@ -396,9 +396,9 @@ def test_vmap_over_envs_equals_separate_single_env_runs(name, settings):
 @pytest.mark.optimized
 @pytest.mark.parametrize("algo", ["ppo", pytest.param("dqn", marks=pytest.mark.slow)])
 def test_vmap_over_seeds_equals_separate_runs(algo):
+    from jaxrl import build
     from jaxrl.algos.base import get
     from jaxrl.config.schema import TrainConfig
-    from jaxrl.run import build
     from tests.helpers import env_config
 
     spec = get(algo)
@@ -452,9 +452,9 @@ def test_a_run_of_1e11_env_steps_fits_its_counters():
     """1e11 env steps per seed: accepted when the updates fit the int32 update counter (the algorithms' env-step
     figures are float32 or exact integer arithmetic on it: tests/algos/test_dqn.py, tests/algos/test_ppo.py),
     refused with one line when they would not."""
+    from jaxrl import build
     from jaxrl.config.compose import compose_config
     from jaxrl.config.schema import ConfigError
-    from jaxrl.run import build
 
     cfg, _ = compose_config(["env=snake", "total_timesteps=1e11"])
     program = build.program(cfg)

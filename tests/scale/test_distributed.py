@@ -204,7 +204,7 @@ def joined(launch):  # stands in for jax.distributed.initialize: was jax's backe
 distributed.check_distributed = lambda launch: None
 distributed.initialize = joined
 if sys.argv[1] == "cli":
-    from jaxrl.train import main
+    from jaxrl.cli.train import main
     main(["env=snake", "distributed=true", "num_processes=2", "algo.lr=1e-3"])
 else:
     import jaxrl

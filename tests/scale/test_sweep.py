@@ -15,12 +15,12 @@ import numpy as np
 import pytest
 
 import jaxrl
+from jaxrl import build
 from jaxrl.algos import base
+from jaxrl.cli.train import main as train_main
 from jaxrl.config.schema import TrainConfig
 from jaxrl.config.sweep import Sweep, flatten, parse
 from jaxrl.config.validate import validate
-from jaxrl.run import build
-from jaxrl.train import main as train_main
 from tests.helpers import count_traces, difference, env_config
 
 TOLERANCE = 1e-4  # float leaves after 2 updates; integer leaves (env states, counters) must match exactly

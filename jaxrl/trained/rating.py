@@ -21,7 +21,7 @@ import numpy as np
 
 from jaxrl.config.compose import UsageError
 from jaxrl.envs.base import hook
-from jaxrl.opponents import headtohead
+from jaxrl.trained import headtohead
 
 SCALE = 400.0 / math.log(10.0)  # Elo points per natural-log unit of odds
 
@@ -137,7 +137,7 @@ def rate(found: list[headtohead.Player], games: int = 200, seed: int = 0, say: A
         )
     table.sort(key=lambda row: -row["rating"])
     return {
-        "method": "Bradley-Terry maximum likelihood on the Elo scale (jaxrl.opponents.rating)",
+        "method": "Bradley-Terry maximum likelihood on the Elo scale (jaxrl.trained.rating)",
         "anchor": model["anchor"],
         "games_per_pair": games,
         "seed": seed,

@@ -47,7 +47,7 @@ def bot(kind: str) -> Player:
 
 
 def _looks_like_bot(text: str) -> bool:
-    from jaxrl.run.shelf import is_pretrained
+    from jaxrl.trained.shelf import is_pretrained
 
     return not (is_pretrained(text) or "/" in text or "@" in text or Path(text).expanduser().exists())
 
@@ -58,7 +58,7 @@ def player(spec: Any, load: Any, flag: str = "vs", bots: tuple[str, ...] = ()) -
     UsageError, one line naming `flag=spec` (and the table's `bots`, where known), when a run cannot be read."""
     from jaxrl.config.schema import ConfigError
     from jaxrl.run.checkpoint import CheckpointError
-    from jaxrl.run.shelf import is_pretrained
+    from jaxrl.trained.shelf import is_pretrained
 
     if isinstance(spec, Player):
         return spec
@@ -336,8 +336,8 @@ def versus(
     """A run's greedy policy against each of `opponents` (runs or bot kinds; run directories opened with `load`),
     `games` games each: the pairs' results, written to RUN_DIR/versus.json (and a GIF of one game against the
     last opponent: versus.gif)."""
-    from jaxrl.run.evaluation import _keep_previous, save_gif
     from jaxrl.run.loggers import write_json
+    from jaxrl.trained.evaluation import _keep_previous, save_gif
 
     if not opponents:
         raise UsageError("vs= needs an opponent: a run directory, pretrained:NAME or one of the env's bots")

@@ -24,7 +24,7 @@ def program(cfg: TrainConfig, chunk: int | None = None, layout: Any = None, env:
     first use in chunks of `chunk` updates (default: the config's num_chunks), over `layout`'s devices."""
     from jaxrl.config.environment import make_env
     from jaxrl.run.driver import Program
-    from jaxrl.run.frozen import with_frozen_bots
+    from jaxrl.trained.frozen import with_frozen_bots
 
     env, env_params = make_env(cfg) if env is None else env
     return Program(cfg, with_frozen_bots(env), env_params, chunk=chunk, layout=layout)
@@ -94,8 +94,8 @@ def start(cfg: TrainConfig, resolved: Any, resume: Path | None) -> tuple[Any, An
     from jaxrl.run.checkpoint import Checkpointer
     from jaxrl.run.driver import RunProgress
     from jaxrl.run.rundir import check_writable, claim, move_aside, refuse_taken
-    from jaxrl.run.upgrade import upgrade_run
     from jaxrl.scale.distributed import agree_error, barrier, broadcast_text, is_primary
+    from jaxrl.trained.upgrade import upgrade_run
 
     primary = is_primary()  # process 0 (always, on one host): the one that writes the run's files
     run_dir = resume or (Path(cfg.run_dir).expanduser() if cfg.run_dir else None)

@@ -1,4 +1,4 @@
-"""Episode files (jaxrl/run/episodes.py) and the replays drawn from them: eval writes its best episode's seed and
+"""Episode files (jaxrl/trained/episodes.py) and the replays drawn from them: eval writes its best episode's seed and
 actions beside replay.gif, `python -m jaxrl.eval replay=FILE` steps it again to the same frames, `render=html`
 writes a self-contained HTML replay; bad files get one line each."""
 
@@ -14,9 +14,9 @@ import pytest
 from PIL import Image, ImageSequence
 
 import jaxrl
-from jaxrl.eval import main as eval_main
-from jaxrl.run import episodes
-from jaxrl.run.evaluation import STRIP_PIXELS, evaluate
+from jaxrl.cli.eval import main as eval_main
+from jaxrl.trained import episodes
+from jaxrl.trained.evaluation import STRIP_PIXELS, evaluate
 from tests.helpers import one_line_error
 
 FIXTURES = Path(__file__).resolve().parents[1] / "data" / "runs" / "format-3"

@@ -17,7 +17,7 @@ from jaxrl.errors import ConfigError
 def with_frozen_bots(env: Any) -> Any:
     """`env` with the greedy policy of its `bot_policy` run attached (`env.with_bot_policy`); unchanged when
     it names none. ConfigError, one line, when the directory is not a finished run of this env it can use."""
-    from jaxrl.run.shelf import is_pretrained
+    from jaxrl.trained.shelf import is_pretrained
 
     path = hook(env, "bot_policy")
     if not path:
@@ -36,7 +36,7 @@ def frozen_policy(run_dir: str, env_name: str, obs_shape: tuple[int, ...]) -> An
     from jaxrl.run.checkpoint import Checkpointer, CheckpointError
     from jaxrl.run.driver import Program
     from jaxrl.run.rundir import run_files
-    from jaxrl.run.shelf import ShelfAgent, is_pretrained
+    from jaxrl.trained.shelf import ShelfAgent, is_pretrained
 
     where = f"env.bot_policy={run_dir}"
     if is_pretrained(run_dir):

@@ -43,7 +43,7 @@ def upgrade_run(run_dir: Path, say: Callable[[str], Any] = print) -> list[Path]:
     from jaxrl.config.environment import make_env
     from jaxrl.run.checkpoint import Checkpointer
     from jaxrl.run.driver import Program
-    from jaxrl.run.frozen import with_frozen_bots
+    from jaxrl.trained.frozen import with_frozen_bots
 
     run_dir = Path(run_dir).expanduser()
     where = f"run_dir={run_dir}"

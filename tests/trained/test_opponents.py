@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import jaxrl
-from jaxrl.train import main
+from jaxrl.cli.train import main
 
 TINY = ["env=arena", "env.view=5", "num_envs=8", "algo.num_steps=8", "total_timesteps=128", "num_chunks=1"]
 TINY += ["progress=false", "algo.hidden=[16]"]
@@ -81,7 +81,7 @@ def test_a_bot_run_from_another_env_is_refused(grid_run, tmp_path, capsys):
 
 @pytest.mark.slow
 def test_eval_plays_against_the_bot_kind_and_count_asked_for(bot_run, tmp_path, capsys):
-    from jaxrl.eval import main as eval_main
+    from jaxrl.cli.eval import main as eval_main
 
     out = tmp_path / "replay.gif"
     assert eval_main([str(bot_run), "episodes=20", "opponents=random_safe", "num_bots=1", f"out={out}"]) == 0
@@ -111,7 +111,7 @@ def test_eval_plays_against_the_bot_kind_and_count_asked_for(bot_run, tmp_path, 
 )
 @pytest.mark.slow
 def test_eval_refuses_unknown_opponents_in_one_line(bot_run, capsys, setting, expected):
-    from jaxrl.eval import main as eval_main
+    from jaxrl.cli.eval import main as eval_main
 
     assert eval_main([str(bot_run), "episodes=2", setting]) == 2
     err = capsys.readouterr().err
@@ -120,7 +120,7 @@ def test_eval_refuses_unknown_opponents_in_one_line(bot_run, capsys, setting, ex
 
 @pytest.mark.slow
 def test_eval_opponents_apply_to_the_arena_only(grid_run, capsys):
-    from jaxrl.eval import main as eval_main
+    from jaxrl.cli.eval import main as eval_main
 
     capsys.readouterr()
     assert eval_main([str(grid_run), "episodes=2", "opponents=greedy"]) == 2

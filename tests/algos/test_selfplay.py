@@ -7,9 +7,9 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+from jaxrl import build
 from jaxrl.config.compose import compose_config
 from jaxrl.core.pool import Pool, grouped_apply
-from jaxrl.run import build
 from tests.run.test_checkpoint import assert_same_state, steps, train
 
 SMALL = ["env=arena", "opponents=selfplay", "num_envs=16", "algo.num_steps=8", "total_timesteps=1e5", "progress=false"]

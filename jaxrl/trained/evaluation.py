@@ -55,8 +55,8 @@ from jaxrl.algos.base import PolicyFn
 from jaxrl.config.compose import UsageError
 from jaxrl.envs.base import hook, offers
 from jaxrl.envs.render import GIF_PIXELS, upscale
-from jaxrl.run.episodes import KeyChain
 from jaxrl.run.loggers import write_json
+from jaxrl.trained.episodes import KeyChain
 
 # Step info keys that describe the episode, carried to its end when the env has them: `won` holds once set; the
 # others keep their value from the episode's last step (the arena's `placement` and `kills`: the learners' mean
@@ -393,7 +393,7 @@ def write_replays(
     frames: np.ndarray, lines: list[str], fps: int, paths: dict[str, Path], episode: Any, title: str
 ) -> dict:
     """The replay GIF, the HTML replay (when asked) and the episode file; what eval.json records of them."""
-    from jaxrl.run.html_replay import write_html
+    from jaxrl.trained.html_replay import write_html
 
     for path in paths.values():
         _keep_previous(path)
@@ -414,11 +414,11 @@ def write_replays(
 def episode_of(
     cfg: Any, env_params: Any, chain: Any, actions: Any, best: dict, who: str, bot_policy: str | None = None
 ) -> Any:
-    """The best episode as an episode file holds it (`jaxrl.run.episodes`): its keys, actions and result;
+    """The best episode as an episode file holds it (`jaxrl.trained.episodes`): its keys, actions and result;
     `bot_policy`: the run whose policy drove the bots (opponents=RUN_DIR), named so that a replay loads it."""
     from jaxrl import envs
     from jaxrl.config.environment import env_settings
-    from jaxrl.run.episodes import Episode, plain_params
+    from jaxrl.trained.episodes import Episode, plain_params
 
     values, dtypes = plain_params(jax.device_get(env_params))
     settings = {**env_settings(cfg), **({"bot_policy": bot_policy} if bot_policy else {})}
@@ -441,7 +441,7 @@ def replay_file(path: str | Path, render: str = "gif", fps: int = 10, out: str |
     """An episode file stepped again with its recorded actions and drawn (`render=gif | html | terminal`) beside
     the file or at `out`; {"return", "length", "score", "won", "replay", ...}. A result that differs from the
     recorded one is said in a note (the env changed since)."""
-    from jaxrl.run import episodes
+    from jaxrl.trained import episodes
 
     episode = episodes.read(path)
     env, env_params = episodes.env_of(episode)
@@ -488,8 +488,8 @@ def with_opponents(env: Any, env_params: Any, opponents: str | None, num_bots: i
     kind = None
     if opponents is not None and opponents not in hook(env, "bot_kinds"):
         from jaxrl.errors import ConfigError
-        from jaxrl.run.frozen import frozen_policy
-        from jaxrl.run.shelf import is_pretrained
+        from jaxrl.trained.frozen import frozen_policy
+        from jaxrl.trained.shelf import is_pretrained
 
         path = opponents if is_pretrained(opponents) else Path(opponents).expanduser().resolve()
         if not is_pretrained(opponents) and not Path(path).is_dir():

@@ -11,11 +11,11 @@ import pytest
 from PIL import Image, ImageSequence
 
 from jaxrl import envs
-from jaxrl import eval as eval_cli
+from jaxrl.cli import eval as eval_cli
+from jaxrl.cli.train import main as train_main
 from jaxrl.envs.snake import DCOL, DROW, Snake
-from jaxrl.run import evaluation
-from jaxrl.run.evaluation import figures, play, record
-from jaxrl.train import main as train_main
+from jaxrl.trained import evaluation
+from jaxrl.trained.evaluation import figures, play, record
 
 
 def constant(action: int):

@@ -1,4 +1,4 @@
-"""The shelf (jaxrl/run/shelf.py): trained agents that ship inside the package, reachable everywhere a run is:
+"""The shelf (jaxrl/trained/shelf.py): trained agents that ship inside the package, reachable everywhere a run is:
 `jaxrl.pretrained(NAME)`, `python -m jaxrl.eval pretrained:NAME`, `env.bot_policy=`, `opponents=`, `vs=` and
 `python -m jaxrl.rate`; `python -m jaxrl.pretrained list` and `export`; bad input as one line each."""
 
@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 
 import jaxrl
+from jaxrl.cli.pretrained import main as pretrained_main
 from jaxrl.config.schema import ConfigError
-from jaxrl.pretrained import main as pretrained_main
-from jaxrl.run import shelf
+from jaxrl.trained import shelf
 from tests.helpers import one_line_error
 
 SHIPPED = {"snake-v1", "snake-perfect-v1", "arena-selfplay-v2", "grid-v1"}
@@ -63,7 +63,7 @@ def test_the_perfect_snake_agent_fills_the_board(tmp_path, monkeypatch):
 
 
 def test_eval_of_a_shelf_agent_from_the_command_line(tmp_path, monkeypatch, capsys):
-    from jaxrl.eval import main as eval_main
+    from jaxrl.cli.eval import main as eval_main
 
     monkeypatch.chdir(tmp_path)
     assert eval_main(["pretrained:grid-v1", "episodes=4", "render=gif"]) == 0
@@ -97,7 +97,7 @@ def test_export_never_replaces_a_file_and_refuses_bad_arguments(tmp_path, capsys
 
 
 def test_an_unknown_name_is_one_line_naming_the_shelf(capsys, tmp_path, monkeypatch):
-    from jaxrl.eval import main as eval_main
+    from jaxrl.cli.eval import main as eval_main
 
     monkeypatch.chdir(tmp_path)
     line = one_line_error(capsys, eval_main(["pretrained:snake-v9"]))
@@ -111,7 +111,7 @@ def test_an_unknown_name_is_one_line_naming_the_shelf(capsys, tmp_path, monkeypa
 
 @pytest.mark.parametrize("damage", ["truncated", "not a zip", "not a policy"])
 def test_a_damaged_policy_file_is_one_line(tmp_path, capsys, monkeypatch, damage):
-    from jaxrl.eval import main as eval_main
+    from jaxrl.cli.eval import main as eval_main
 
     monkeypatch.chdir(tmp_path)
     path = tmp_path / "bad.npz"
@@ -168,8 +168,8 @@ def test_a_shelf_agent_drives_the_arenas_bots_and_plays_head_to_head(tmp_path):
 
 
 def test_a_shelf_agent_as_eval_opponents_and_in_a_rating(tmp_path, monkeypatch, capsys):
-    from jaxrl.eval import main as eval_main
-    from jaxrl.rate import main as rate_main
+    from jaxrl.cli.eval import main as eval_main
+    from jaxrl.cli.rate import main as rate_main
 
     monkeypatch.chdir(tmp_path)
     assert eval_main(["pretrained:arena-selfplay-v2", "episodes=8", "render=none", "opponents=greedy"]) == 0
@@ -185,7 +185,7 @@ def test_the_published_rating_table_of_the_shelf_is_reproduced():
     """docs/arena.md's table of the shelf's arena agents and the bots (jaxrl/shelf/ratings.json): the same players
     and games give the same table. Bit-identical games hold on one machine; elsewhere XLA's rounding can turn a
     game, so each pair's score may move by a few games and each rating within its published error."""
-    from jaxrl.opponents import rating
+    from jaxrl.trained import rating
 
     published = json.loads((shelf.SHELF / "ratings.json").read_text())
     specs = [row["player"] for row in published["table"] if row["player"].startswith("pretrained:")]

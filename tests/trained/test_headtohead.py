@@ -11,7 +11,7 @@ import pytest
 import jaxrl
 from jaxrl import envs
 from jaxrl.config.compose import UsageError
-from jaxrl.opponents import headtohead, rating
+from jaxrl.trained import headtohead, rating
 
 ROOT = Path(__file__).resolve().parents[2]
 TINY = ["num_envs=16", "algo.num_steps=8", "progress=false", "checkpoint.every_steps=1", "num_chunks=2"]
@@ -176,6 +176,6 @@ def test_bad_rate_input_is_one_line(runs, args, message):
 
 def test_vs_with_opponents_is_refused_before_anything_runs():
     with pytest.raises(UsageError, match="opponents does not apply to head-to-head games"):
-        from jaxrl.eval import parse_args
+        from jaxrl.cli.eval import parse_args
 
         parse_args(["run", "vs=greedy", "opponents=greedy"])

@@ -43,7 +43,7 @@ class EpisodeError(ConfigError):
 @dataclasses.dataclass(frozen=True)
 class KeyChain:
     """The keys of episode `episode` of an evaluation's batch of `episodes` (seed `seed_index` of `seeds`),
-    split exactly as `jaxrl.run.evaluation.play` splits them: a game on the play page is episode 0 of 1."""
+    split exactly as `jaxrl.trained.evaluation.play` splits them: a game on the play page is episode 0 of 1."""
 
     seed: int
     seeds: int = 1
@@ -172,7 +172,7 @@ def _from_format_1(data: dict[str, Any]) -> dict[str, Any]:
 def env_of(episode: Episode) -> tuple[Any, Any]:
     """(env, env_params) the episode was played in; EpisodeError when this jaxrl's env differs."""
     from jaxrl import envs
-    from jaxrl.run.frozen import with_frozen_bots
+    from jaxrl.trained.frozen import with_frozen_bots
 
     try:
         spec = envs.spec(episode.env)
