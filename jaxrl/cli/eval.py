@@ -29,13 +29,14 @@ USAGE = """usage: python -m jaxrl.eval RUN_DIR [key=value ...]   (or run_dir=RUN
   replay=FILE          an episode file (replay.json, or a game saved by python -m jaxrl.play): step it again
                        with its actions and draw it (beside FILE, or at out=); no run directory is needed
   member=K             a sweep's member to play (default: the best one in summary.json)
-  opponents=KIND       the arena only: greedy | random_safe | a run directory or pretrained:NAME (its greedy
-                       policy drives the bots)
-  num_bots=N           the arena only: how many bots (default: as trained)
-  vs=OPPONENT          the arena only, repeatable: head-to-head games against another run (RUN_DIR or
-                       RUN_DIR@STEP), a shelf agent (pretrained:NAME) or a bot (greedy | random_safe),
-                       seats rotated; episodes= games per opponent (1000 is a good number); writes
-                       RUN_DIR/versus.json and versus.gif
+  opponents=KIND       envs whose bots can be set (the arena): one of the env's bots (the arena's greedy |
+                       random_safe) | a run directory or pretrained:NAME (its greedy policy drives the bots)
+  num_bots=N           envs whose bots can be set: how many bots (default: as trained)
+  vs=OPPONENT          games of two seats or more, repeatable: head-to-head games at the env's table against
+                       another run (RUN_DIR or RUN_DIR@STEP), a shelf agent (pretrained:NAME) or one of the
+                       env's bots (the arena's greedy | random_safe; any env's random), seats rotated;
+                       episodes= games per opponent (1000 is a good number); writes RUN_DIR/versus.json and
+                       versus.gif
 
 Prints mean, median, min and max of the return (and of the score, with the win rate, for
 envs that report them) and writes them to RUN_DIR/eval.json, with the score histogram and

@@ -10,18 +10,19 @@ from jaxrl.config.compose import UsageError, integer_setting
 USAGE = """usage: python -m jaxrl.play TARGET [key=value ...]
 
   TARGET               a run directory, pretrained:NAME (python -m jaxrl.pretrained list), or env=NAME with
-                       env.KEY=VALUE settings (a person plays; no agent): snake, grid, arena, arena_open
+                       env.KEY=VALUE settings (a person plays; no agent): any registered env that draws itself
   port=0               the port (0: a free one); the URL is printed
   host=127.0.0.1       where it listens; another host serves the page beyond this machine (a warning says so)
   sessions=4           games at once (a page each)
   fps=8                steps per second at the start (the page sets 1 to 60, or as fast as it goes)
   seed=0               the first game's seed (the page's seed field replays any game exactly)
   person=false         start with a person seated (the page's Play button seats one too)
-  opponents=KIND       the arena: who sits beside the run when a person plays: greedy | random_safe | a run
-                       directory | pretrained:NAME (default: greedy)
-  num_bots=N           the arena: how many bots (default: as trained)
-  vs=OPPONENT          the arena: head-to-head games of the run against another run, pretrained:NAME or a bot
-                       kind, seats rotated each game
+  opponents=KIND       games of several seats: who sits beside the run when a person plays: one of the env's
+                       bots (the arena's greedy | random_safe) | a run directory | pretrained:NAME (default:
+                       the env's first bot)
+  num_bots=N           envs whose bots can be set (the arena): how many bots (default: as trained)
+  vs=OPPONENT          games of two seats or more: head-to-head games of the run against another run,
+                       pretrained:NAME or one of the env's bots, seats rotated each game
   step=N               the run's checkpoint (default the newest); member=K a sweep's member
   games=DIR            where saved games go (default RUN_DIR/games)
 
@@ -69,7 +70,7 @@ def parse_args(argv: list[str]) -> dict[str, Any]:
         else:
             args[key] = value
     if env and "name" not in env:
-        raise UsageError("env.KEY= settings need env=NAME (snake, grid, arena, arena_open)")
+        raise UsageError("env.KEY= settings need env=NAME (a registered env: snake, grid, arena, ...)")
     if env and args["target"] is not None:
         raise UsageError(f"give a run or env=, not both: {args['target']} and env={env['name']}")
     if not env and args["target"] is None:

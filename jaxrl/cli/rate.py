@@ -1,5 +1,5 @@
-"""`python -m jaxrl.rate RUN_DIR [RUN_DIR ...] [key=value ...]`: a rating table of arena runs and the bots
-from head-to-head games (`jaxrl.trained.rating`)."""
+"""`python -m jaxrl.rate RUN_DIR [RUN_DIR ...] [key=value ...]`: a rating table of runs of one env (of two seats
+or more) and the env's bots, from head-to-head games (`jaxrl.trained.rating`)."""
 
 from __future__ import annotations
 
@@ -11,17 +11,17 @@ from jaxrl.config.compose import UsageError, integer_setting
 
 USAGE = """usage: python -m jaxrl.rate RUN_DIR [RUN_DIR ...] [key=value ...]
 
-  RUN_DIR              an arena run (its newest checkpoint), RUN_DIR@STEP for one checkpoint,
-                       a shelf agent (pretrained:NAME), or greedy / random_safe
+  RUN_DIR              a run (its newest checkpoint), RUN_DIR@STEP for one checkpoint, a shelf agent
+                       (pretrained:NAME), or one of the env's bots (the arena's greedy / random_safe)
   games=200            games per pair of players (seats rotated, greedy policies)
   checkpoints=latest   latest: each run's newest checkpoint | all: every checkpoint it kept
                        (a rating curve over training; keep more with checkpoint.keep=N when training)
-  bots=true            add the greedy and random_safe bots
+  bots=true            add the env's bots (the arena's greedy and random_safe; any env's random)
   seed=0               the games' seed
   out=DIR              where ratings.json and ratings.png go (default: the first run directory)
 
 Every pair plays a round robin; one Bradley-Terry model on the Elo scale is fitted to all the
-games (random_safe = 0), with a standard error per rating. Same games, same table.
+games (the env's weakest bot = 0: the arena's random_safe), with a standard error per rating. Same games, same table.
 """
 
 DEFAULTS: dict[str, Any] = {"games": 200, "checkpoints": "latest", "bots": "true", "seed": 0, "out": None}
