@@ -99,12 +99,34 @@ def machine_line(folder: Path, parts: dict, readme: Path) -> str:
     )
 
 
+def same_cpu(a: tuple, b: tuple) -> bool:
+    """Whether two CPU machine keys may be one CPU: the same name and cores, and the same family and model
+    where both reports know them (older reports recorded neither)."""
+    if a[0] != "cpu" or b[0] != "cpu" or a[1:3] != b[1:3]:
+        return False
+    return all(x is None or y is None or x == y for x, y in zip(a[3:], b[3:], strict=True))
+
+
+def superseded(name: str, folder: Path, parts: dict, reports: list[tuple[Path, dict]]) -> bool:
+    """Whether a newer report of a CPU that may be this one measured part `name` again (its row stands)."""
+    rec = parts[name]
+    key = machine_key(rec["machine"], folder)
+    return any(
+        other is not folder
+        and name in theirs
+        and same_cpu(key, machine_key(theirs[name]["machine"], other))
+        and theirs[name]["when"] > rec["when"]
+        for other, theirs in reports
+    )
+
+
 def figure_rows(reports: list[tuple[Path, dict]]) -> list[str]:
-    """Every part's headline figures as one table, part by part, each row naming its date and machine."""
+    """Every part's headline figures as one table, part by part, each row naming its date and machine; a part
+    measured again on a CPU that may be the same shows its newest figures only."""
     rows = ["| part | what | figure | measured (date, machine) |", "|---|---|---|---|"]
     for name in ORDER:
         for folder, parts in reports:
-            if name not in parts:
+            if name not in parts or superseded(name, folder, parts, reports):
                 continue
             rec = parts[name]
             when = f"{rec['when'][:10]}, {machine_name(rec['machine'], folder)}"

@@ -206,6 +206,14 @@ def test_the_readme_block_names_each_figures_date_and_cpu(tmp_path):
         "| env | Snake 10x10, env only | 2.0M steps/s | 2026-12-04, 2-core Intel Xeon family 6 model 167, quick mode |",
     ]
 
+    # a report of a CPU whose model was not recorded, measured again on a model that may be it: the newer
+    # figure stands alone; another known model keeps its own row
+    unknown = {**xeon, "cpu": "AMD EPYC"}
+    report("cpu-2c-amd-epyc-2026-11-24", "full", "2026-11-24T10:00:00", unknown, "3.0M steps/s")
+    report("cpu-2c-amd-epyc-f26-2026-12-07", "full", "2026-12-07T10:00:00", {**unknown, "cpu_family": "26"}, "4.0M")
+    rows = [line for line in bench_readme.block(results, readme).splitlines() if line.startswith("| env |")]
+    assert [row.split(" | ")[2] for row in rows] == ["1.0M steps/s", "2.0M steps/s", "4.0M"]
+
 
 @pytest.mark.slow
 def test_the_readme_block_is_generated_from_the_latest_report(smoke_run, tmp_path):
