@@ -172,7 +172,10 @@ class Env(environment.Environment):
         """This env with each of `seats` seats (None: `num_seats`) taking an action and no bots of its own:
         head-to-head games, ratings, the play page. Default: the env itself when every seat is already an agent."""
         if getattr(self, "opponent_slots", None) or seats not in (None, _agents(self)):
-            raise ValueError(f"{self.name} seats {_agents(self)} players and sets no table of {seats}")
+            raise ValueError(
+                f"{self.name} sets no table of {hook(self, 'num_seats') if seats is None else seats} seats: its"
+                " bots' seats take no given actions (it offers no table hook)"
+            )
         return self
 
     def seat_obs(self, state: Any) -> jax.Array:
@@ -218,9 +221,10 @@ class Env(environment.Environment):
         return tuple(str(a) for a in range(self.num_actions))
 
     def person_action(self, state: Any, seat: int, move: str | None) -> int:
-        """The action of a person's key `move` ("up", "turn_left", "collect", ... or an action's name; None: go on)
-        at `seat`, from concrete state (play/). Default: the action named `move`, else 0."""
-        names = self.action_names()
+        """The action of a person's key `move` (one the page sends: up, right, down, left, turn_left, straight,
+        turn_right, collect, stay; None: go on) at `seat`, from concrete state (play/). Default: the action whose
+        name (`action_names`) is the key, else 0."""
+        names = hook(self, "action_names")()
         return names.index(move) if move in names else 0
 
     def shown_numbers(self, state: Any, numbers: np.ndarray) -> np.ndarray:
@@ -230,7 +234,7 @@ class Env(environment.Environment):
 
     def result_line(self, info: dict[str, Any], names: list[str], you: int | None) -> str:
         """A finished game in a line for the play page, from the last step's concrete info. Default: the score
-        or the return."""
+        where the info has one, else "game over"."""
         if "score" in info:
             won = bool(np.asarray(info.get("won", False)))
             return f"score {float(np.asarray(info['score'])):g}" + (" (won)" if won else "")
@@ -289,10 +293,18 @@ def hook(env: Any, name: str) -> Any:
 
 def offers(env: Any, name: str) -> bool:
     """Whether `env` has hook `name` of its own: not missing, not None, and not `Env`'s declaration."""
-    found, declared = getattr(env, _known(name), None), getattr(Env, name)
+    if isinstance(inspect.getattr_static(Env, _known(name)), property):  # a computed default: the class's own
+        return inspect.getattr_static(type(env), name, None) not in (None, inspect.getattr_static(Env, name))
+    found, declared = getattr(env, name, None), getattr(Env, name)
     if found is None:
         return False
     return getattr(found, "__func__", found) is not declared if callable(declared) else found != declared
+
+
+def table_params(table: Any, params: Any) -> Any:
+    """The params of a game at `table` (an env's `table()`): none of the env's own bots take part, every seat
+    being given its action (`set_bots(params, None, 0)` where the table offers it)."""
+    return hook(table, "set_bots")(params, None, 0) if offers(table, "set_bots") else params
 
 
 def _agents(env: Any) -> int:

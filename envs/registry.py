@@ -185,13 +185,16 @@ def register(
 PLUGINS = "JAXRL_ENVS"  # modules (comma-separated) that register envs, imported before a name is looked up
 ENTRY_POINTS = "jaxrl.envs"  # an installed package's entry points in this group: loading one registers its envs
 _plugins_loaded = False
+_plugin_error: PluginError | None = None  # the first plugin that failed: said again on every later look-up
 
 
 def load_plugins() -> None:
     """Import the env modules named in $JAXRL_ENVS and load the `jaxrl.envs` entry points, once per process,
     so that every command (train, eval, rate, play) knows a user's envs. PluginError, one line, for a
     module that cannot be imported."""
-    global _plugins_loaded
+    global _plugins_loaded, _plugin_error
+    if _plugin_error is not None:
+        raise _plugin_error
     if _plugins_loaded:
         return
     _plugins_loaded = True
@@ -203,16 +206,20 @@ def load_plugins() -> None:
         try:
             importlib.import_module(module)
         except Exception as e:  # noqa: BLE001  (a user's module: whatever it raises is said in one line)
-            reason = (str(e).strip().splitlines() or [""])[0][:160]
-            raise PluginError(f"{PLUGINS}={module} cannot be imported ({type(e).__name__}: {reason})") from None
+            _plugin_error = PluginError(f"{PLUGINS}={module} cannot be imported ({_reason(e)})")
+            raise _plugin_error from None
     for entry in importlib.metadata.entry_points(group=ENTRY_POINTS):
         try:
             loaded = entry.load()
             if callable(loaded) and not isinstance(loaded, type):
                 loaded()
         except Exception as e:  # noqa: BLE001
-            reason = (str(e).strip().splitlines() or [""])[0][:160]
-            raise PluginError(f"entry point {entry.name} ({entry.value}) failed: {type(e).__name__}: {reason}")
+            _plugin_error = PluginError(f"entry point {entry.name} ({entry.value}) failed: {_reason(e)}")
+            raise _plugin_error from None
+
+
+def _reason(e: Exception) -> str:
+    return f"{type(e).__name__}: " + (str(e).strip().splitlines() or [""])[0][:160]
 
 
 def registered_names() -> list[str]:

@@ -25,10 +25,12 @@ class _Loader(importlib.abc.Loader):
         self.new = new
 
     def create_module(self, spec: Any) -> Any:
-        return importlib.import_module(self.new)
+        module = importlib.import_module(self.new)
+        self.spec = module.__spec__  # the import system sets the old name's spec on it next: put this one back
+        return module
 
     def exec_module(self, module: Any) -> None:
-        pass  # the new module, already imported
+        module.__spec__ = self.spec  # the new module, already imported, keeps its own spec (reload, resources)
 
 
 class _Finder(importlib.abc.MetaPathFinder):

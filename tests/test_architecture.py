@@ -178,6 +178,7 @@ for old, (new, drop) in MOVED.items():
     assert f"{old} moved to {new}; the old path goes in jaxrl {drop}" in said, (old, said)
 from jaxrl.opponents import headtohead
 assert headtohead is sys.modules["jaxrl.trained.headtohead"]
+assert headtohead.__spec__.name == "jaxrl.trained.headtohead"  # its own spec: reload and resources work
 """
     assert MOVED, "the list of old paths"
     proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=False, cwd=ROOT)

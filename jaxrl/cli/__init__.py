@@ -38,7 +38,8 @@ def run_command(module: ModuleType, argv: list[str] | None = None) -> int:
         print(f"error: {e}", file=sys.stderr)
         return 2
     except OSError as e:
-        print(f"error: {e.filename or ''} cannot be used ({e.strerror or e})", file=sys.stderr)
+        said = f"{e.filename} cannot be used ({e.strerror or e})" if e.filename else str(e.strerror or e)
+        print(f"error: {said}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("\nstopped", file=sys.stderr)

@@ -85,7 +85,7 @@ def parse_args(argv: list[str]) -> dict[str, Any]:
             raise UsageError(f"unknown setting '{key}'; valid: {', '.join(DEFAULTS)}")
         if key == "vs":
             if not value:
-                raise UsageError("vs= is empty: give a run directory, greedy or random_safe")
+                raise UsageError("vs= is empty: give a run directory, pretrained:NAME or one of the env's bots")
             args["vs"] = [*(args["vs"] or []), value]
             continue
         args[key] = value

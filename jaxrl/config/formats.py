@@ -118,7 +118,7 @@ def env_label(name: str, version: int) -> str:
 def check_env(meta: dict[str, Any], where: str) -> None:
     """FormatError when the checkpoint's env is at another version than this jaxrl's (its rules or
     observations changed since): its policy would play another game."""
-    from jaxrl.envs.registry import UnknownEnvError, spec
+    from jaxrl.envs.registry import PluginError, UnknownEnvError, spec
 
     env = meta.get("env") or {}
     if not env:  # written before checkpoints named their env's version (run format 2): every env was at 1
@@ -126,6 +126,8 @@ def check_env(meta: dict[str, Any], where: str) -> None:
         env = {"name": name, "version": 1} if name else {}
     try:
         current = spec(str(env.get("name"))).version
+    except PluginError as e:
+        raise FormatError(str(e)) from None
     except UnknownEnvError:
         return  # the run's config names the env; loading that config already says it is unknown
     saved = env.get("version", 1)

@@ -24,7 +24,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxrl.config.compose import UsageError
-from jaxrl.envs.base import hook, offers
+from jaxrl.envs.base import hook, offers, table_params
 from jaxrl.play import controls
 from jaxrl.trained.episodes import Episode, KeyChain, plain_params, step_held
 
@@ -134,7 +134,7 @@ class Mode:
         choices = [  # indexed by owner: PERSON, POLICY, BOT + each bot kind, then the other players
             jnp.full(self.seats, person_action, jnp.int32),
             acted[0][1],
-            *(rules.bot_actions(keys[len(players) + i], state, kind) for i, kind in enumerate(kinds)),
+            *(hook(rules, "bot_actions")(keys[len(players) + i], state, kind) for i, kind in enumerate(kinds)),
             *(a for _, a in acted[1:]),
         ]
         action = jnp.select([owners == k for k in range(len(choices))], choices, 1).astype(jnp.int32)
@@ -149,9 +149,9 @@ class Table:
 
     `env`, `env_params`: as evaluation plays them; `agent`: the run's policy (None: `env=` alone); `opponents`:
     the opponents for a person's games (one of the env's bot kinds, or an Agent of another run), `versus`: the
-    other side of head-to-head games. A game is stepped at the table when a person would otherwise take the
-    run's only seat from it (an env with bots of its own), with `versus`, or with opponents that are runs; as
-    `env` otherwise."""
+    other side of head-to-head games. A game is stepped at the table when a person plays an env with bot
+    seats of its own (so the run keeps a seat beside the person), with `versus`, or with opponents that are
+    runs; as `env` otherwise (a person then takes the first learner's seat)."""
 
     def __init__(
         self,
@@ -178,14 +178,14 @@ class Table:
         self.modes = {"env": Mode(self, "env", env, env_params, int(hook(env, "num_agents")))}
         seats = table_seats or hook(env, "num_seats")
         try:
-            rules = env.table(seats) if seats > 1 else None
+            rules = hook(env, "table")(seats) if seats > 1 else None
         except ValueError:
             rules = None  # an env with no table of its own: its games are stepped as `env` only
         if rules is None and (versus is not None or self.others):
             raise UsageError(f"{env.name} sets no table of {seats} seats: vs= and run opponents need one")
         if rules is not None:
             self.bot_kinds = tuple(hook(rules, "bot_kinds"))
-            self.modes["table"] = Mode(self, "table", rules, env_params, seats)
+            self.modes["table"] = Mode(self, "table", rules, table_params(rules, env_params), seats)
         self.opponent = opponents if isinstance(opponents, str) else (self.bot_kinds or ("",))[0]
         self.others_from = BOT + len(self.bot_kinds)  # the owner code of the first other player
         self.seats_with_bots = bool(hook(env, "opponent_slots"))
@@ -247,8 +247,8 @@ class Table:
 
 def _views(rules: Any, agent: Agent | None, state: Any) -> jax.Array:
     """Every seat's observation of the table as `agent` sees it (through the env it trained in)."""
-    eyes = rules if agent is None or agent.env is None else agent.env.table(hook(rules, "num_seats"))
-    return eyes.seat_obs(state)
+    eyes = rules if agent is None or agent.env is None else hook(agent.env, "table")(hook(rules, "num_seats"))
+    return hook(eyes, "seat_obs")(state)
 
 
 class Game:
@@ -290,7 +290,8 @@ class Game:
 
     def takes_turns(self) -> bool:
         """Whether the env reads a turn key as a turn (a heading to turn from), not as no move."""
-        act = lambda move: controls.person_action(self.mode.env, self.state, self.person_seat, move)
+        seat = self.person_seat if self.person else self.focus
+        act = lambda move: controls.person_action(self.mode.env, self.state, seat, move)
         return act("turn_left") != act("turn_right")
 
     def step(self, move: str | None) -> None:

@@ -30,6 +30,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from jaxrl.envs.base import hook
 from jaxrl.errors import ConfigError
 
 KIND = "jaxrl episode"
@@ -117,7 +118,8 @@ class Episode:
         from jaxrl import __version__
 
         body = dataclasses.asdict(self)
-        return {"kind": KIND, "format": FORMAT, "jaxrl": __version__, **body}
+        format_ = FORMAT if self.table else 1  # only a table game changed: any other is read by jaxrl 0.2.0 too
+        return {"kind": KIND, "format": format_, "jaxrl": __version__, **body}
 
     def write(self, path: Path) -> Path:
         """The file at `path`, written whole or not at all."""
@@ -183,7 +185,7 @@ def env_of(episode: Episode) -> tuple[Any, Any]:
             )
         env, default = spec.make(**episode.env_settings)
         if episode.table is not None:
-            env = env.table(int(episode.table["seats"]))
+            env = hook(env, "table")(int(episode.table["seats"]))
             default = env.default_params
         else:
             env = with_frozen_bots(env)

@@ -487,6 +487,11 @@ def with_opponents(env: Any, env_params: Any, opponents: str | None, num_bots: i
     against: dict[str, Any] = {}
     kind = None
     if opponents is not None and opponents not in hook(env, "bot_kinds"):
+        if not offers(env, "with_bot_policy"):
+            raise UsageError(
+                f"opponents={opponents} is invalid: {env.name}'s bots are {', '.join(hook(env, 'bot_kinds'))};"
+                " no policy drives them"
+            )
         from jaxrl.errors import ConfigError
         from jaxrl.trained.frozen import frozen_policy
         from jaxrl.trained.shelf import is_pretrained

@@ -25,7 +25,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxrl.config.compose import UsageError
-from jaxrl.envs.base import hook
+from jaxrl.envs.base import hook, table_params
 
 
 @dataclasses.dataclass(frozen=True)
@@ -93,6 +93,7 @@ def player(spec: Any, load: Any, flag: str = "vs", bots: tuple[str, ...] = ()) -
         raise UsageError(f"{flag}={spec}: {e}") from None
     if hook(program.env, "num_seats") < 2:
         raise UsageError(f"{flag}={spec} trained on env={run.config.env.name}, a game of one seat: no head-to-head")
+    table_of(program.env, f"{flag}={spec}")
     policy = run.policy_of(step=found)
     trained = jax.tree.map(lambda x: np.asarray(x[0]), runner.envs.params)
     shelf_name = getattr(run, "spec", None)  # a shelf agent: named as given, its training time as it recorded
@@ -119,6 +120,31 @@ def _train_seconds(run_dir: Path, step: int) -> float | None:
         checkpoints.close()
 
 
+def table_of(env: Any, where: str, seats: int | None = None) -> Any:
+    """`env`'s table of `seats` seats (default all); UsageError, one line naming `where`, when it sets none."""
+    try:
+        return hook(env, "table")(seats)
+    except ValueError as e:
+        raise UsageError(f"{where}: {e}") from None
+
+
+_SAME_GAME: dict[tuple[int, int], tuple[Any, Any, bool]] = {}  # (host env, guest env) -> their states agree
+
+
+def _same_game(host: Any, guest: Any) -> bool:
+    """Whether `guest`'s table of `host`'s seats holds states of the shapes `host`'s table does (traced once
+    per pair of envs)."""
+    found = _SAME_GAME.get((id(host), id(guest)))
+    if found is None:
+        table = table_of(host, "the table")
+        shapes = lambda env: jax.tree.map(
+            lambda x: x.shape, jax.eval_shape(lambda k: env.reset_env(k, env.default_params)[1], jax.random.key(0))
+        )
+        found = (host, guest, shapes(table) == shapes(table_of(guest, "the guest", hook(table, "num_seats"))))
+        _SAME_GAME[(id(host), id(guest))] = found  # the envs are kept with the answer: their ids stay theirs
+    return found[2]
+
+
 def _label(p: Player) -> str:
     return p.name.rpartition("@")[0] or p.name
 
@@ -130,7 +156,7 @@ def check_pair(a: Player, b: Player, flag: str = "vs") -> None:
     if host.bot is not None:
         return  # two bots: the table comes from the game's host (`play_pair(host=)`)
     guest = b if host is a else a
-    table = host.env.table()
+    table = table_of(host.env, f"{flag}={host.name}")
     if guest.bot is not None:
         kinds = hook(table, "bot_kinds")
         if guest.bot not in kinds:
@@ -148,10 +174,7 @@ def check_pair(a: Player, b: Player, flag: str = "vs") -> None:
                 f"{flag}={_label(guest)} trained with {name}={theirs}; {_label(host)} with {name}={mine}:"
                 f" head-to-head games need one {name}"
             )
-    shapes = lambda env: jax.eval_shape(lambda k: env.reset_env(k, env.default_params)[1], jax.random.key(0))
-    if jax.tree.map(lambda x: x.shape, shapes(table)) != jax.tree.map(
-        lambda x: x.shape, shapes(guest.env.table(hook(table, "num_seats")))
-    ):
+    if not _same_game(host.env, guest.env):
         raise UsageError(f"{flag}={_label(guest)} plays another game than {_label(host)}: their states differ")
 
 
@@ -164,8 +187,8 @@ def _table(a: Player, b: Player, games: int, max_steps: int | None, host: Player
         raise UsageError("two bots need a run or shelf agent to set their table (its env): give one")
     for p in (a, b):
         check_pair(first, p)
-    rules = first.env.table()
-    params = jax.tree.map(jnp.asarray, first.env_params)
+    rules = table_of(first.env, first.name)
+    params = table_params(rules, jax.tree.map(jnp.asarray, first.env_params))
     steps = int(params.max_steps_in_episode) if max_steps is None else int(max_steps)
     seats = jnp.arange(hook(rules, "num_seats"))
     mine = (seats[None, :] + jnp.arange(games)[:, None]) % 2 == 0  # (games, seats): a's seats
@@ -231,7 +254,7 @@ def record_game(
     side_of = np.asarray(mine[0])
     captions = []
     for t in range(shown):
-        seats = rules.seat_status(jax.tree.map(lambda x, t=t: x[t][0], states))
+        seats = hook(rules, "seat_status")(jax.tree.map(lambda x, t=t: x[t][0], states))
         side = lambda ours, seats=seats: " ".join(
             f"{s.get('mark', k)}{s.get('length', '') if s.get('alive', True) else 'x'}"
             for k, s in enumerate(seats)
@@ -252,9 +275,9 @@ def _actions(p: Player, weights: Any, rules: Any, state: Any, carry: Any, key: j
     games = jax.tree.leaves(state)[0].shape[0]
     if p.bot is not None:
         keys = jax.random.split(key, games)
-        return carry, jax.vmap(lambda k, s: rules.bot_actions(k, s, p.bot))(keys, state)
-    eyes = p.env.table(seats)  # the table as this run sees it (its own view)
-    obs = jax.vmap(eyes.seat_obs)(state)
+        return carry, jax.vmap(lambda k, s: hook(rules, "bot_actions")(k, s, p.bot))(keys, state)
+    eyes = hook(p.env, "table")(seats)  # the table as this run sees it (its own view)
+    obs = jax.vmap(hook(eyes, "seat_obs"))(state)
     carry, action = p.policy.apply(weights, carry, obs.reshape(games * seats, *obs.shape[2:]), key)
     return carry, action.reshape(games, seats).astype(jnp.int32)
 
@@ -263,7 +286,7 @@ def _game(rules, params, a: Player, b: Player, weights: tuple[Any, Any], mine: j
     """(start(key) -> c, advance(c) -> c, finish(c) -> results) of `games` games of a against b (their
     network `weights`), one per world."""
     seats = hook(rules, "num_seats")
-    live_of = lambda state: jax.vmap(rules.seat_alive)(state)
+    live_of = lambda state: jax.vmap(hook(rules, "seat_alive"))(state)
 
     def carry0(p: Player) -> Any:
         return None if p.bot is not None else p.policy.initial_carry(games * seats)
@@ -307,7 +330,7 @@ def _game(rules, params, a: Player, b: Player, weights: tuple[Any, Any], mine: j
         }
 
     def finish(c: dict[str, Any]) -> dict[str, jax.Array]:
-        place = jax.vmap(rules.seat_placement)(c["state"], c["returns"])
+        place = jax.vmap(hook(rules, "seat_placement"))(c["state"], c["returns"])
         best = lambda m: jnp.min(jnp.where(m, place, jnp.inf), axis=1)
         side = lambda m: jnp.sum(place * m, axis=1) / jnp.maximum(jnp.sum(m, axis=1), 1)
         return {
@@ -342,7 +365,7 @@ def versus(
     if not opponents:
         raise UsageError("vs= needs an opponent: a run directory, pretrained:NAME or one of the env's bots")
     me = player(f"{run.run_dir}@{step}" if step is not None else run, load, flag="run_dir")
-    others = [player(spec, load, bots=hook(me.env.table(), "bot_kinds")) for spec in opponents]
+    others = [player(spec, load, bots=hook(table_of(me.env, "run_dir"), "bot_kinds")) for spec in opponents]
     for other in others:
         check_pair(me, other)
     pairs = [play_pair(me, other, games, seed) for other in others]

@@ -93,7 +93,7 @@ def players(specs: list[str], load: Any, checkpoints: str = "latest", bots: bool
     if host is None:
         raise UsageError("a rating needs a run or shelf agent: its env sets the table the bots play at")
     if bots:
-        kinds = hook(host.env.table(), "bot_kinds")
+        kinds = hook(headtohead.table_of(host.env, host.name), "bot_kinds")
         found += [headtohead.bot(b) for b in kinds if all(p.name != b for p in found)]
     names = [p.name for p in found]
     twice = sorted({n for n in names if names.count(n) > 1})
@@ -117,7 +117,7 @@ def rate(found: list[headtohead.Player], games: int = 200, seed: int = 0, say: A
             results.append(r)
             say(f"  {a.name} vs {b.name}: {r['a_wins']}-{r['draws']}-{r['b_wins']}")
     names = [p.name for p in found]
-    model = fit(names, results, anchor=hook(host.env.table(), "bot_kinds")[-1])
+    model = fit(names, results, anchor=hook(headtohead.table_of(host.env, host.name), "bot_kinds")[-1])
     table = []
     for p in found:
         score = sum(r["a_wins"] + 0.5 * r["draws"] for r in results if r["a"] == p.name)

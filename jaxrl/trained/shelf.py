@@ -108,7 +108,7 @@ class ShelfAgent:
 
     def __init__(self, spec: str):
         from jaxrl.config.compose import typed_saved
-        from jaxrl.envs.registry import UnknownEnvError
+        from jaxrl.envs.registry import PluginError, UnknownEnvError
         from jaxrl.envs.registry import spec as env_spec
 
         self.path = path_of(spec)
@@ -120,6 +120,8 @@ class ShelfAgent:
         env_name = str((meta.get("env") or {}).get("name"))
         try:
             env_spec(env_name)
+        except PluginError as e:
+            raise ShelfError(f"{where}: {e}") from None
         except UnknownEnvError:
             raise ShelfError(
                 f"{where} plays env {env_name}, which is not installed here (install or register it first)"

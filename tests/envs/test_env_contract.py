@@ -222,3 +222,40 @@ def test_spaces_steps_and_offered_hooks_agree(name, kwargs):
     if name not in OUR_ENVS:
         absent = [h for h in HOOKS if h not in VALUE_HOOKS and not hasattr(env, h)]
         assert absent and not any(offers(env, h) for h in absent)
+
+
+@pytest.mark.parametrize("name,kwargs", HOOK_CASES)
+def test_seat_and_person_hooks_answer_in_their_shapes_at_the_envs_table(name, kwargs):
+    from jaxrl.envs.base import table_params
+    from jaxrl.envs.controls import MOVES
+
+    env, params = envs.make(name, **kwargs)
+    seats = hook(env, "num_seats")
+    assert isinstance(seats, int) and seats >= hook(env, "num_agents")
+    assert len(hook(env, "action_names")()) == env.num_actions
+    obs, state = env.reset(jax.random.key(0), params)
+    concrete = jax.device_get(state)
+    for move in (None, *MOVES):  # every key the play page sends
+        assert 0 <= hook(env, "person_action")(concrete, 0, move) < env.num_actions, move
+    numbers = np.arange(env.num_actions, dtype=np.float64)
+    assert sorted(hook(env, "shown_numbers")(concrete, numbers)) == list(numbers)
+    status = hook(env, "seat_status")(concrete)
+    assert isinstance(status, list) and status and all(isinstance(s, dict) for s in status)
+    step = env.step(jax.random.key(1), state, env.action_space(params).sample(jax.random.key(2)), params)
+    assert isinstance(hook(env, "result_line")(jax.device_get(step[-1]), ["a"] * seats, None), str)
+    try:
+        table = hook(env, "table")()
+    except ValueError:
+        assert hook(env, "opponent_slots"), "only an env with bot seats of its own may set no table"
+        return
+    n = hook(table, "num_seats")
+    assert hook(table, "num_agents") == n and hook(table, "game_seats")(params) >= 1
+    _, at_table = table.reset(jax.random.key(3), table_params(table, params))
+    assert hook(table, "seat_obs")(at_table).shape[0] == n
+    for kind in hook(table, "bot_kinds"):
+        actions = hook(table, "bot_actions")(jax.random.key(4), at_table, kind)
+        assert actions.shape == (n,) and bool(((actions >= 0) & (actions < table.num_actions)).all()), kind
+    alive = hook(table, "seat_alive")(at_table)
+    assert alive.shape == (n,) and alive.dtype == jnp.bool_
+    place = hook(table, "seat_placement")(at_table, jnp.zeros(n, jnp.float32))
+    assert place.shape == (n,) and place.dtype == jnp.float32 and bool((place >= 1).all())

@@ -124,7 +124,7 @@ def command(duel: Path, *args: str, plugins: str = "duel_env") -> subprocess.Com
     )
 
 
-def test_a_users_two_player_env_is_played_at_its_table_by_a_person_and_its_default_bot(duel):
+def test_a_users_two_player_env_is_played_by_a_person_and_met_by_its_default_bot_at_its_table(duel):
     from jaxrl.play import make_table
 
     table, _ = make_table(env={"name": "duel"})
@@ -139,6 +139,14 @@ def test_a_users_two_player_env_is_played_at_its_table_by_a_person_and_its_defau
     while not game.over:
         game.step(None)
     assert game.t == 24 and game.status()["over"] and game.status()["result"].startswith("score ")
+
+    versus, _ = make_table(env={"name": "duel"}, vs="random")
+    met = versus.new_game(0, False, 1)  # game 1: the default bot holds seat 0, the (absent) run seat 1
+    assert met.mode.name == "table" and met.names == ["random", "random"] and list(met.owners) == [2, 1]
+    assert not met.takes_turns()  # the coin race has no heading: a key is a move, never a turn
+    while not met.over:
+        met.step(None)
+    assert met.t == 24 and met.status()["result"].startswith("score ")
 
 
 def test_a_users_env_is_trained_rated_played_and_met_head_to_head_by_the_arenas_commands(duel):
@@ -175,3 +183,14 @@ def test_a_plugin_module_that_cannot_be_imported_is_one_line(duel):
     proc = command(duel, "jaxrl.train", "env=duel", "total_timesteps=64", plugins="duel_env,no_such_module")
     assert proc.returncode == 2 and proc.stderr.count("\n") == 1 and "Traceback" not in proc.stderr, proc.stderr
     assert "JAXRL_ENVS=no_such_module cannot be imported (ModuleNotFoundError" in proc.stderr
+
+
+def test_a_plugin_that_failed_is_said_again_at_every_look_up(monkeypatch):
+    from jaxrl.envs import registry
+
+    monkeypatch.setenv(registry.PLUGINS, "no_such_module")
+    monkeypatch.setattr(registry, "_plugins_loaded", False)
+    monkeypatch.setattr(registry, "_plugin_error", None)
+    for _ in range(2):  # not "unknown env" the second time: the cause stays the cause
+        with pytest.raises(registry.PluginError, match="JAXRL_ENVS=no_such_module cannot be imported"):
+            registry.spec("duel_that_is_not_there")
