@@ -2,7 +2,7 @@
 
     python -m bench                  # full mode: larger sweeps, longer runs, more seeds (hours on a 2-core CPU)
     python -m bench --quick          # every part on a short budget (11-12 minutes on a 2-core Intel Xeon)
-    python -m bench --only env,train # some parts (env, arena, train, memory, score, precision, runs, parity,
+    python -m bench --only env,train # some parts (env, arena, serve, train, memory, score, precision, runs, parity,
                                      # seeds, algos, sweep)
     python -m bench --out DIR        # default bench-results/<machine>-<date>/ in the current folder
 

@@ -320,6 +320,111 @@ class Arena(Env):
             return 3
         return controls.turn(heading, move) + 1
 
+    # -- the Battlesnake API: a request's board as this arena's player sees it -------------------
+
+    ENGINE_MOVES = ("up", "right", "down", "left")  # headings 0..3: row - 1 is the engine's y + 1
+    BOARD_SEATS = (2, 4, 8, 16, 32)  # a request's snakes sit in the next of these (a compile serves each)
+
+    def board_game(self, request: dict) -> dict:
+        board, you = request["board"], request["you"]
+        width, height = int(board["width"]), int(board["height"])
+        ruleset = str(((request.get("game") or {}).get("ruleset") or {}).get("name") or "standard")
+        if ruleset not in RULESETS:
+            raise ValueError(f"ruleset {ruleset!r} is not one the arena plays ({', '.join(RULESETS)})")
+        if width != height:
+            raise ValueError(f"the arena plays square boards, not {width}x{height}")
+        snakes = list(board["snakes"])
+        ids = [str(s["id"]) for s in snakes]
+        if str(you["id"]) not in ids:
+            raise ValueError(f"you ({you['id']!r}) are not among the board's snakes")
+        size = width
+        seats = next((b for b in self.BOARD_SEATS if b >= len(snakes)), len(snakes))  # empty seats: fewer shapes
+        seats = max(len(snakes), min(seats, self.most_snakes(size)))
+        env = Arena(size=size, num_snakes=seats, num_agents=seats, view=self.view, ruleset=ruleset)
+
+        def cell(point: dict) -> tuple[int, int]:
+            x, y = int(point["x"]), int(point["y"])
+            if not (0 <= x < size and 0 <= y < size):
+                raise ValueError(f"point ({x}, {y}) is off the {size}x{size} board")
+            return size - 1 - y, x
+
+        bodies, heading, stacked = [], [], []
+        for s in snakes:
+            body = [cell(p) for p in s["body"]]
+            if not body:
+                raise ValueError(f"snake {s['id']!r} has no body")
+            bodies.append(body)
+            neck = next((c for c in body[1:] if c != body[0]), None)
+            stacked.append(neck is None or neck == body[0])
+            heading.append(0 if neck is None else self._heading_from(body[0], neck, size))
+        seat = ids.index(str(you["id"]))
+        health = [int(s.get("health", 100)) for s in snakes] + [0] * (seats - len(snakes))
+        heading += [0] * (seats - len(snakes))
+        state = env.make_state(
+            bodies + [[] for _ in range(seats - len(snakes))],
+            food=[cell(p) for p in board.get("food") or ()],
+            health=health,
+            heading=heading,
+            bots="none",
+            time=int(request.get("turn", 0)),
+            hazards=[cell(p) for p in board.get("hazards") or ()],
+        )
+        back_is_neck = len(bodies[seat]) > 1 and not stacked[seat]
+        allowed = np.array([True, True, True, not back_is_neck])
+        return {"env": env, "state": state, "seat": seat, "allowed": allowed, "exact": True}
+
+    @staticmethod
+    def _heading_from(head: tuple[int, int], neck: tuple[int, int], size: int) -> int:
+        """The heading that brought a head from its neck (across an edge too, as the wrapped rulesets move)."""
+        dr, dc = head[0] - neck[0], head[1] - neck[1]
+        dr = -1 if dr == size - 1 else 1 if dr == 1 - size else dr
+        dc = -1 if dc == size - 1 else 1 if dc == 1 - size else dc
+        return {(-1, 0): 0, (0, 1): 1, (1, 0): 2, (0, -1): 3}.get((dr, dc), 0)
+
+    def board_request(self, state: EnvState, seat: int, game: dict) -> dict:
+        n = self.size
+        owner, life = np.asarray(state.owner), np.asarray(state.life)
+        point = lambda cell: {"x": int(cell) % n, "y": n - 1 - int(cell) // n}
+        snakes = []
+        for k in range(self.num_snakes):
+            if not bool(np.asarray(state.alive)[k]):
+                continue
+            cells = np.flatnonzero(owner == k)
+            cells = cells[np.argsort(-life[cells], kind="stable")]  # head first (the most turns left)
+            length = int(np.asarray(state.length)[k])
+            body = [point(c) for c in cells] + [point(cells[-1])] * (length - len(cells))  # a stacked tail
+            snakes.append(
+                {
+                    "id": f"s{k}",
+                    "name": f"s{k}",
+                    "health": int(np.asarray(state.health)[k]),
+                    "body": body,
+                    "head": body[0],
+                    "length": length,
+                    "latency": "0",
+                    "shout": "",
+                }
+            )
+        board = {
+            "height": n,
+            "width": n,
+            "snakes": snakes,
+            "food": [point(c) for c in np.flatnonzero(np.asarray(state.food))],
+            "hazards": [point(c) for c in np.flatnonzero(np.asarray(state.hazard))],
+        }
+        you = next(s for s in snakes if s["id"] == f"s{seat}")
+        return {"game": game, "turn": int(np.asarray(state.time)), "board": board, "you": you}
+
+    def board_move(self, state: EnvState, seat: int, action: int) -> str:
+        heading = int(np.asarray(state.heading)[seat])
+        return self.ENGINE_MOVES[(heading + int(action) - 1) % 4]
+
+    def board_action(self, state: EnvState, seat: int, move: str) -> int:
+        if move not in self.ENGINE_MOVES:
+            raise ValueError(f"move {move!r} is not one of the engine's: {', '.join(self.ENGINE_MOVES)}")
+        heading = int(np.asarray(state.heading)[seat])
+        return (self.ENGINE_MOVES.index(move) - heading + 1) % 4
+
     def result_line(self, info: dict, names: list[str], you: int | None) -> str:
         winner = int(np.asarray(info["winner"])) if "winner" in info else -1
         if you is not None and "snake_placement" in info:

@@ -240,6 +240,32 @@ class Env(environment.Environment):
             return f"score {float(np.asarray(info['score'])):g}" + (" (won)" if won else "")
         return "game over"
 
+    # -- a game outside jaxrl (the Battlesnake API) ----------------------------------------
+
+    @absent
+    def board_game(self, request: dict[str, Any]) -> dict[str, Any]:
+        """A Battlesnake API v1 request body (game, turn, board, you) as this env's player sees that game:
+        {"env": the env of its board and ruleset (this env's own settings, such as its view, kept), "state",
+        "seat": you, "allowed": (num_actions,) bool, the moves that are not certain suicide into one's own neck,
+        "exact": whether the env plays that game as the engine does}. ValueError naming what it cannot read
+        (jaxrl/battlesnake/server.py). Default: none."""
+
+    @absent
+    def board_request(self, state: Any, seat: int, game: dict[str, Any]) -> dict[str, Any]:
+        """A concrete state as the Battlesnake API v1 request body the engine would send `seat` (`game`: the
+        request's game object; the inverse of `board_game`): jaxrl as the host of games between HTTP snakes,
+        the server's bench. Default: none."""
+
+    @absent
+    def board_move(self, state: Any, seat: int, action: int) -> str:
+        """The engine's move ("up", "down", "left", "right") of `action` at `seat` (jaxrl/battlesnake/server.py).
+        Default: none."""
+
+    @absent
+    def board_action(self, state: Any, seat: int, move: str) -> int:
+        """The action at `seat` of the engine's move (the inverse of `board_move`): jaxrl hosting games between
+        HTTP snakes (jaxrl/battlesnake/host.py). Default: none."""
+
     # -- batching -----------------------------------------------------------------------
 
     @absent
@@ -279,6 +305,10 @@ HOOKS = (
     "person_action",
     "shown_numbers",
     "result_line",
+    "board_game",
+    "board_request",
+    "board_move",
+    "board_action",
     "vectorized",
 )
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import importlib
 
-ORDER = ("env", "arena", "train", "memory", "score", "precision", "runs", "parity", "seeds", "algos", "sweep")
+ORDER = ("env", "arena", "serve", "train", "memory", "score", "precision", "runs", "parity", "seeds", "algos", "sweep")
 
 
 def load(name: str):

@@ -8,13 +8,28 @@ from pathlib import Path
 from jaxrl.cli import command
 from jaxrl.config.compose import UsageError
 
-USAGE = """usage: python -m jaxrl.battlesnake replay FILE [FILE ...] [boards=3]
+USAGE = """usage: python -m jaxrl.battlesnake serve TARGET [port=8000] [host=127.0.0.1] [color=#3cdc5a]
+                                 [head=default] [tail=default] [workers=4] [forget_s=600]
+       python -m jaxrl.battlesnake play TARGET TARGET ... [games=1] [ruleset=standard] [size=11]
+                                 [timeout=500] [seed=0] [out=battlesnake-games]
+       python -m jaxrl.battlesnake replay FILE [FILE ...] [boards=3]
 
-  FILE       games the official engine played: battlesnake-oracle/1 records (JSONL, gzip or not),
-             or the official CLI's log of one game (battlesnake play ... -o FILE), whose moves
-             are read from the heads
-  boards=3   how many of the first divergent turns to draw, the engine's board beside the arena's
+serve: TARGET (a run directory, pretrained:NAME, or a bot: greedy | random_safe) as a Battlesnake, answering
+Battlesnake API v1 (GET /, POST /start, /move, /end) for any engine, the official CLI's
+`battlesnake play --url http://127.0.0.1:8000` included. Each /move is the policy's greedy move on the
+request's board and ruleset, as the run's own view sees it. It binds 127.0.0.1 unless host= says otherwise
+(host=0.0.0.0 lets any machine that reaches the port make this one play). workers= requests answered at
+once; forget_s= seconds after which a game with no request is forgotten. docs/battlesnake.md.
 
+play: jaxrl hosts games under the engine's rules between any mix of HTTP snakes (http://host:port), runs,
+pretrained:NAME and bots (greedy, random_safe); seats rotate game by game. An HTTP snake gets /start, /move and
+/end as the engine sends them; a late (past timeout= ms), failed or invalid answer repeats its last move. Each
+game is written as the official CLI writes it (OUT/game-<i>.jsonl, which replay reads back); prints wins,
+draws and losses per player, and each HTTP snake's latency.
+
+replay: games the official engine played: battlesnake-oracle/1 records (JSONL, gzip or not), or the
+official CLI's log of one game (battlesnake play ... -o FILE), whose moves are read from the heads;
+boards= how many of the first divergent turns to draw, the engine's board beside the arena's.
 Every recorded turn is stepped by the arena (env=arena, the game's ruleset and settings) from the
 engine's board before it, and compared with the engine's board after it: deaths, causes and who
 was credited, every body cell, health, the food eaten, the hazards, and the food that appeared
@@ -87,9 +102,82 @@ def run(argv: list[str]) -> int:
         print(USAGE)
         return 2
     name, rest = argv[0], argv[1:]
+    if name == "serve":
+        return serve_main(rest)
+    if name == "play":
+        return play_main(rest)
     if name != "replay":
-        raise UsageError(f"unknown command {name!r}: python -m jaxrl.battlesnake replay FILE...")
+        raise UsageError(f"unknown command {name!r}: python -m jaxrl.battlesnake serve TARGET | replay FILE...")
     return replay_main(rest)
+
+
+SERVE = {"port": 8000, "host": "127.0.0.1", "color": "#3cdc5a", "head": "default", "tail": "default", "workers": 4}
+SERVE_NUMBERS = {"port": (0, 65535), "workers": (1, 256), "forget_s": (1, 86400)}
+
+
+PLAY = {"games": 1, "ruleset": "standard", "size": 11, "timeout": 500, "seed": 0, "out": "battlesnake-games"}
+PLAY_NUMBERS = {"games": (1, 100_000), "size": (5, 32), "timeout": (1, 60_000), "seed": (0, 2**31 - 1)}
+
+
+def play_main(argv: list[str]) -> int:
+    from jaxrl.battlesnake import arena_class
+    from jaxrl.battlesnake.host import play, report
+
+    settings: dict = dict(PLAY)
+    targets = []
+    for item in argv:
+        key, eq, value = item.partition("=")
+        if not eq or item.startswith(("http://", "https://")):
+            targets.append(item)
+            continue
+        if key not in settings:
+            raise UsageError(f"unknown setting {key}=; play takes {', '.join(settings)}")
+        settings[key] = number(key, value, PLAY_NUMBERS) if key in PLAY_NUMBERS else value
+    if len(targets) < 1:
+        raise UsageError("play needs a TARGET or more: http://host:port, a run, pretrained:NAME or a bot")
+    rulesets = arena_class().rulesets
+    if settings["ruleset"] not in rulesets:
+        raise UsageError(f"ruleset={settings['ruleset']} is invalid: allowed {', '.join(rulesets)}")
+    result = play(
+        targets,
+        games=settings["games"],
+        ruleset=settings["ruleset"],
+        size=settings["size"],
+        timeout_ms=settings["timeout"],
+        seed=settings["seed"],
+        out=settings["out"],
+    )
+    report(result)
+    return 0
+
+
+def number(key: str, value: str, ranges: dict) -> int:
+    low, high = ranges[key]
+    if not value.isdigit() or not low <= int(value) <= high:
+        raise UsageError(f"{key}={value} is invalid: a whole number from {low} to {high}")
+    return int(value)
+
+
+def serve_main(argv: list[str]) -> int:
+    from jaxrl.battlesnake.server import serve
+
+    plain = [a for a in argv if "=" not in a]
+    if len(plain) != 1:
+        got = " ".join(plain) or "none"
+        raise UsageError(f"serve takes one TARGET, got {got} (python -m jaxrl.battlesnake --help)")
+    settings: dict = dict(SERVE, forget_s=600)
+    for item in argv:
+        key, eq, value = item.partition("=")
+        if not eq:
+            continue
+        if key not in settings:
+            raise UsageError(f"unknown setting {key}=; serve takes {', '.join(settings)}")
+        settings[key] = number(key, value, SERVE_NUMBERS) if key in SERVE_NUMBERS else value
+    try:
+        serve(plain[0], **settings)
+    except KeyboardInterrupt:  # the way a server is stopped
+        return 0
+    return 0
 
 
 main = command(__name__)

@@ -1,0 +1,413 @@
+"""A trained agent (or one of the env's bots) as a Battlesnake: an API v1 server any engine can call.
+
+    python -m jaxrl.battlesnake serve pretrained:arena-selfplay-v2 port=8000
+
+The engine sends `GET /` (who the snake is), then per game `POST /start`, a `POST /move` per turn (answered
+within its timeout, 500 ms by default) and `POST /end`. Each `/move` body becomes the env's own observation for
+`you` through the env contract (`board_game`, `board_move` in envs/base.py): the board and ruleset the request
+names, the player's own view. The policy's greedy move is the answer, never the certain suicide of turning back
+into one's own neck. A board the env cannot play as the engine does (a rectangular one, for the arena) gets a
+safe move by a plain rule instead, with a warning in the server's log and in the move's `shout`.
+
+One server plays many games at once, told apart by their game ids; a game's state (a recurrent policy's
+memory) is kept from `/start` to `/end`, or until `forget_s` seconds pass without a request. `/start`
+compiles the game's board size and snake count, so its first `/move` is answered at full speed.
+
+Bad requests get a 4xx with one line (a body that is not JSON, missing fields, a board out of range, a point
+off the board, a snake with no body, a ruleset the env does not play, a body over 1 MB) and the server goes on.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import sys
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from jaxrl.config.compose import UsageError
+from jaxrl.envs.base import hook, offers, table_params
+
+API_VERSION = "1"
+# The engine's rulesets: a request naming another is refused; one the env does not play gets safe moves by rule.
+ENGINE_RULESETS = ("standard", "solo", "royale", "squad", "constrictor", "wrapped", "wrapped_constrictor")
+MOST_SIDE = 64  # the longest board side a request may name (4,096 cells)
+WARM = ((11, 2), (11, 4), (11, 8), (7, 4), (19, 4), (19, 8))  # boards compiled as a server starts
+MAX_BODY = 1 << 20  # bytes a request body may hold
+ENGINE_MOVES = ("up", "down", "left", "right")
+STEP = {"up": (0, 1), "down": (0, -1), "left": (-1, 0), "right": (1, 0)}
+
+
+class BadRequest(ValueError):
+    """A request the server cannot answer: `status` and one line."""
+
+    def __init__(self, status: int, line: str):
+        super().__init__(line)
+        self.status = status
+
+
+@dataclasses.dataclass
+class Player:
+    """What answers the moves: a run's greedy policy (`agent`, a `jaxrl.play.game.Agent`) or a bot `kind` of
+    `env` (the env the run trained in, or the env a bot plays)."""
+
+    name: str
+    env: Any
+    agent: Any = None
+    bot: str | None = None
+
+    def exact_view(self) -> str:
+        """What this player sees of a served game, for `GET /`'s version."""
+        view = getattr(self.env, "view", None)
+        return f"{self.env.name}, view {view}" if view else self.env.name
+
+
+def player(target: str) -> Player:
+    """A Player of a run directory, `pretrained:NAME`, or a bot of the arena (`greedy`, `random_safe`);
+    UsageError, one line, otherwise."""
+    from jaxrl import envs
+    from jaxrl.battlesnake import ENV
+
+    arena, _ = envs.make(ENV)
+    if target in hook(arena, "bot_kinds"):
+        return Player(name=target, env=arena, bot=target)
+    from jaxrl.api import load
+    from jaxrl.errors import ConfigError
+    from jaxrl.play.game import run_agent
+
+    try:
+        run = load(target)
+        agent, env, _, _ = run_agent(run)
+    except ConfigError as e:
+        raise UsageError(f"{target}: {e}") from None
+    if not (offers(env, "board_game") and offers(env, "board_move")):
+        raise UsageError(f"{target} trained on env={env.name}, which reads no Battlesnake board (board_game)")
+    return Player(name=agent.name, env=env, agent=agent)
+
+
+class Snake:
+    """The games one server plays: each game's env, compiled step and memory, by game id."""
+
+    def __init__(self, who: Player, forget_s: float = 600.0, seed: int = 0, workers: int = 4):
+        self.who, self.forget_s = who, forget_s
+        self.gate = threading.BoundedSemaphore(workers)  # moves computed at once; the other requests wait
+        self.games: dict[str, dict[str, Any]] = {}
+        self.lock = threading.Lock()
+        self.key = jax.random.key(seed)
+        self._compiled: dict[tuple, Any] = {}
+        self.warnings: list[str] = []
+
+    # -- one move ---------------------------------------------------------------------------
+
+    def move(self, request: dict[str, Any]) -> dict[str, Any]:
+        """The answer to a `/move` body: {"move", "shout"}."""
+        game_id = str(request["game"]["id"])
+        game = self._game(game_id)
+        try:
+            seen = self.who.env.board_game(request)
+        except (KeyError, TypeError) as e:
+            raise BadRequest(400, f"the request lacks a field the board needs: {e}") from None
+        except ValueError as e:
+            return self._fallback(request, game, str(e))
+        table, state, seat, allowed = seen["env"], seen["state"], int(seen["seat"]), np.asarray(seen["allowed"])
+        numbers, game["carry"] = self._numbers(table, state, seat, game.get("carry"))
+        numbers = np.where(allowed, np.asarray(numbers, np.float64), -np.inf)
+        action = int(np.argmax(numbers))
+        shout = "" if seen.get("exact", True) else "jaxrl: this board is not played exactly as the engine plays it"
+        return {"move": table.board_move(state, seat, action), "shout": shout}
+
+    def _numbers(self, table: Any, state: Any, seat: int, carry: Any) -> tuple[np.ndarray, Any]:
+        """The policy's numbers per action at `seat` (a bot: 1 on its move), and the game's new memory."""
+        step = self._step(table)
+        with self.lock:
+            self.key, key = jax.random.split(self.key)
+        agent = self.who.agent
+        params = agent.params if agent is not None else None
+        if carry is None and agent is not None:
+            carry = agent.initial_carry(1)
+        numbers, carry = step(params, carry, state, jnp.int32(seat), key)
+        return np.asarray(numbers), carry
+
+    def _step(self, table: Any) -> Any:
+        """The compiled (params, carry, state, seat, key) -> (numbers, carry) of a board's env (one per board
+        size, snake count and ruleset)."""
+        signature = tuple(getattr(table, k, None) for k in ("size", "num_snakes", "ruleset", "view"))
+        with self.lock:
+            found = self._compiled.get(signature)
+        if found is not None:
+            return found
+        agent, bot = self.who.agent, self.who.bot
+
+        def step(params, carry, state, seat, key):
+            if bot is not None:
+                action = hook(table, "bot_actions")(key, state, bot)[seat]
+                return jax.nn.one_hot(action, table.num_actions), carry
+            obs = hook(table, "seat_obs")(state)
+            mine = jax.lax.dynamic_index_in_dim(obs, seat, keepdims=True)
+            numbers, _ = agent.read(params, carry, mine)
+            carry, _ = agent.act(params, carry, mine, key)
+            return numbers.reshape(-1, table.num_actions)[0].astype(jnp.float32), carry
+
+        compiled = jax.jit(step)
+        with self.lock:
+            self._compiled[signature] = compiled
+        return compiled
+
+    def _fallback(self, request: dict[str, Any], game: dict[str, Any], why: str) -> dict[str, Any]:
+        """A safe move by a plain rule for a board the env cannot play (said once per game in the log)."""
+        if not game.get("warned"):
+            game["warned"] = True
+            line = f"warning: game {request['game']['id']}: {why}; answering with safe moves by rule"
+            self.warnings.append(line)
+            print(line, file=sys.stderr, flush=True)
+        return {"move": safe_move(request), "shout": f"jaxrl: {why}"}
+
+    # -- games ------------------------------------------------------------------------------
+
+    def _game(self, game_id: str) -> dict[str, Any]:
+        now = time.monotonic()
+        with self.lock:
+            for gone in [g for g, v in self.games.items() if now - v["seen"] > self.forget_s]:
+                del self.games[gone]
+            game = self.games.setdefault(game_id, {"seen": now})
+            game["seen"] = now
+        return game
+
+    def warm(self, boards: tuple[tuple[int, int], ...] = WARM) -> None:
+        """Compile the standard ruleset's step for `boards` ((size, snakes) pairs) before any game asks."""
+        from jaxrl.battlesnake import arena_class
+
+        view = getattr(self.who.env, "view", 3)
+        for size, seats in boards:
+            table = arena_class()(size=size, num_snakes=seats, num_agents=seats, view=view)
+            state = table.reset_env(jax.random.key(0), table_params(table, table.default_params))[1]
+            carry = self.who.agent.initial_carry(1) if self.who.agent is not None else None
+            params = self.who.agent.params if self.who.agent is not None else None
+            jax.block_until_ready(self._step(table)(params, carry, state, jnp.int32(0), jax.random.key(0)))
+
+    def start(self, request: dict[str, Any]) -> None:
+        """A new game: its memory fresh, its board compiled (a move is computed and thrown away)."""
+        game_id = str(request["game"]["id"])
+        with self.lock:
+            self.games.pop(game_id, None)
+        self.move(request)
+        with self.lock:
+            self.games[game_id]["carry"] = None
+
+    def end(self, request: dict[str, Any]) -> None:
+        with self.lock:
+            self.games.pop(str(request["game"]["id"]), None)
+
+
+def safe_move(request: dict[str, Any]) -> str:
+    """A move that stays on the board and off every body cell that will still be there (tails move on,
+    unless stacked), preferring one away from longer snakes' next cells; "up" when none is safe."""
+    board, you = request["board"], request["you"]
+    width, height = int(board["width"]), int(board["height"])
+    wrapped = "wrapped" in str(((request.get("game") or {}).get("ruleset") or {}).get("name") or "")
+    head = you["body"][0]
+    taken = set()
+    for s in board["snakes"]:
+        body = [(int(p["x"]), int(p["y"])) for p in s["body"]]
+        keep = body if len(body) > 1 and body[-1] == body[-2] else body[:-1]
+        taken.update(keep)
+    danger = set()
+    for s in board["snakes"]:
+        if s["id"] != you["id"] and len(s["body"]) >= len(you["body"]):
+            x, y = int(s["body"][0]["x"]), int(s["body"][0]["y"])
+            danger.update((x + dx, y + dy) for dx, dy in STEP.values())
+    ranked = []
+    for move, (dx, dy) in STEP.items():
+        x, y = int(head["x"]) + dx, int(head["y"]) + dy
+        if wrapped:
+            x, y = x % width, y % height
+        if 0 <= x < width and 0 <= y < height and (x, y) not in taken:
+            ranked.append(((x, y) in danger, move))
+    return min(ranked)[1] if ranked else "up"
+
+
+# -- HTTP ----------------------------------------------------------------------------------
+
+
+def check_request(body: bytes, path: str) -> dict[str, Any]:
+    """The request body as JSON with the fields the API's game requests hold; BadRequest otherwise."""
+    if len(body) > MAX_BODY:
+        raise BadRequest(413, f"the body holds {len(body):,} bytes: at most {MAX_BODY:,}")
+    try:
+        request = json.loads(body)
+    except (ValueError, UnicodeDecodeError):
+        raise BadRequest(400, f"{path} needs a JSON body (Battlesnake API v1)") from None
+    if not isinstance(request, dict):
+        raise BadRequest(400, f"{path} needs a JSON object with game, turn, board and you")
+    for field in ("game", "board", "you"):
+        if not isinstance(request.get(field), dict):
+            raise BadRequest(400, f"the request has no {field} object (Battlesnake API v1: game, turn, board, you)")
+    if "id" not in request["game"]:
+        raise BadRequest(400, "the request's game has no id")
+    board = request["board"]
+    for field in ("width", "height"):
+        value = board.get(field)
+        if not isinstance(value, int) or isinstance(value, bool) or not 1 <= value <= MOST_SIDE:
+            raise BadRequest(400, f"board {field}={value!r} is invalid: a whole number from 1 to {MOST_SIDE}")
+    ruleset = request["game"].get("ruleset") or {}
+    name = ruleset.get("name", "standard") if isinstance(ruleset, dict) else ruleset
+    if name not in ENGINE_RULESETS:
+        raise BadRequest(400, f"ruleset {name!r} is not one of the engine's: {', '.join(ENGINE_RULESETS)}")
+    if not isinstance(board.get("snakes"), list) or not board["snakes"]:
+        raise BadRequest(400, "the board has no snakes")
+    for s in [*board["snakes"], request["you"]]:
+        if not isinstance(s, dict) or "id" not in s or not isinstance(s.get("body"), list) or not s["body"]:
+            raise BadRequest(400, f"snake {s.get('id') if isinstance(s, dict) else s!r} has no body")
+        for p in s["body"]:
+            if not isinstance(p, dict) or not all(isinstance(p.get(k), int) for k in ("x", "y")):
+                raise BadRequest(400, f"snake {s['id']!r} has a body point that is not {{x, y}}: {p!r}")
+            if not (0 <= p["x"] < board["width"] and 0 <= p["y"] < board["height"]):
+                raise BadRequest(400, f"snake {s['id']!r} has a point ({p['x']}, {p['y']}) off the board")
+    if all(s["id"] != request["you"]["id"] for s in board["snakes"]):
+        raise BadRequest(400, f"you ({request['you']['id']!r}) are not among the board's snakes")
+    return request
+
+
+def handler(snake: Snake, info: dict[str, str]) -> type[BaseHTTPRequestHandler]:
+    """The request handler of a server answering for `snake`."""
+
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+        server_version = "jaxrl-battlesnake"
+
+        def log_message(self, format: str, *args: Any) -> None:  # noqa: A002  (the base class's name)
+            pass  # a line per request would flood the log at one request per turn per game
+
+        def _send(self, status: int, payload: Any) -> None:
+            body = json.dumps(payload).encode() if not isinstance(payload, bytes) else payload
+            try:
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json" if status < 400 else "text/plain; charset=utf-8")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+            except (BrokenPipeError, ConnectionResetError):
+                self.close_connection = True  # the engine stopped waiting (past its timeout): nothing to answer
+
+        def do_GET(self) -> None:  # noqa: N802  (http.server's name)
+            if self.path.split("?")[0] != "/":
+                self._send(404, f"no such path {self.path}: GET / and POST /start, /move, /end\n".encode())
+                return
+            self._send(200, info)
+
+        def do_POST(self) -> None:  # noqa: N802
+            path = self.path.split("?")[0]
+            try:
+                if path not in ("/start", "/move", "/end"):
+                    raise BadRequest(404, f"no such path {path}: POST /start, /move or /end")
+                length = self.headers.get("Content-Length")
+                if length is None or not length.isdigit():
+                    raise BadRequest(411, "the request needs a Content-Length")
+                if int(length) > MAX_BODY:
+                    raise BadRequest(413, f"the body holds {int(length):,} bytes: at most {MAX_BODY:,}")
+                request = check_request(self.rfile.read(int(length)), path)
+                if path == "/move":
+                    with snake.gate:
+                        answer = snake.move(request)
+                    self._send(200, answer)
+                elif path == "/start":
+                    with snake.gate:
+                        snake.start(request)
+                    self._send(200, {})
+                else:
+                    snake.end(request)
+                    self._send(200, {})
+            except BadRequest as e:
+                self.close_connection = e.status in (411, 413)  # the rest of the body is not read
+                self._send(e.status, f"{e}\n".encode())
+            except (BrokenPipeError, ConnectionResetError):
+                self.close_connection = True
+            except Exception as e:  # noqa: BLE001  (one request's failure is its own: the server goes on)
+                line = f"{type(e).__name__}: {str(e).splitlines()[0][:200] if str(e) else ''}"
+                print(f"error: {path}: {line}", file=sys.stderr, flush=True)
+                self._send(500, f"{line}\n".encode())
+
+    return Handler
+
+
+@dataclasses.dataclass
+class Served:
+    """A running server: its `url`; `stop()` ends it."""
+
+    url: str
+    port: int
+    snake: Snake
+    server: ThreadingHTTPServer
+    thread: threading.Thread | None = None
+
+    def stop(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+        if self.thread is not None:
+            self.thread.join(timeout=10)
+
+
+def serve(
+    target: str,
+    port: int = 8000,
+    host: str = "127.0.0.1",
+    color: str = "#3cdc5a",
+    head: str = "default",
+    tail: str = "default",
+    workers: int = 4,
+    forget_s: float = 600.0,
+    warm: bool = True,
+    block: bool = True,
+    quiet: bool = False,
+) -> Served:
+    """Serve `target` (a run directory, pretrained:NAME or a bot kind) on host:port (0: a free port), the common
+    boards compiled first (`warm`). Blocks until Ctrl-C unless `block=False` (then it serves from a thread and
+    returns at once)."""
+    from jaxrl import __version__
+    from jaxrl.play import LOCAL
+
+    who = player(target)
+    snake = Snake(who, forget_s, workers=workers)
+    info = {
+        "apiversion": API_VERSION,
+        "author": "jaxrl",
+        "color": color,
+        "head": head,
+        "tail": tail,
+        "version": f"jaxrl {__version__}: {who.name} ({who.exact_view()})",
+    }
+    try:
+        server = ThreadingHTTPServer((host, port), handler(snake, info))
+    except OSError as e:
+        raise UsageError(f"port={port} on {host} cannot be used ({e.strerror or e}): give another port=") from None
+    server.daemon_threads = True
+    port = server.server_address[1]
+    url = f"http://{'127.0.0.1' if host in ('0.0.0.0', '') else host}:{port}"
+    say = (lambda *_: None) if quiet else (lambda line: print(line, flush=True))
+    if host not in LOCAL:
+        print(
+            f"warning: host={host} answers any engine that reaches port {port}: anyone on that network can make"
+            " this machine play (it reads only the game's JSON; nothing is written)",
+            file=sys.stderr,
+        )
+    served = Served(url, port, snake, server)
+    if warm:
+        say(f"compiling {who.name}'s moves for the common boards ...")
+        snake.warm()
+    if block:
+        say(f"serving {who.name} as a Battlesnake at {url}  (Ctrl-C stops it)")
+        try:
+            server.serve_forever()
+        finally:
+            server.server_close()
+        return served
+    served.thread = threading.Thread(target=server.serve_forever, daemon=True)
+    served.thread.start()
+    say(f"serving {who.name} as a Battlesnake at {url}")
+    return served

@@ -1,0 +1,120 @@
+"""jaxrl as the host of Battlesnake games (`python -m jaxrl.battlesnake play`), over real sockets on 127.0.0.1:
+games between served agents and a snake written here with the standard library, seats rotated, each game
+written as the official CLI writes it and replayed through the arena with no divergent turn."""
+
+import json
+import random
+import subprocess
+import sys
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import pytest
+
+from jaxrl.battlesnake.host import play
+from jaxrl.battlesnake.replay import replay
+from jaxrl.battlesnake.server import safe_move, serve
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+class RandomSafe(BaseHTTPRequestHandler):
+    """A Battlesnake of a few lines, as anyone might write one: a random move that stays on the board and off
+    the bodies; `slow` answers it too late, `rude` answers nonsense."""
+
+    mode = "fine"
+    seen: list[str] = []
+
+    def log_message(self, *args):
+        pass
+
+    def _answer(self, payload: dict) -> None:
+        body = json.dumps(payload).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def do_GET(self):  # noqa: N802
+        self._answer({"apiversion": "1", "author": "a test"})
+
+    def do_POST(self):  # noqa: N802
+        request = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        self.seen.append(self.path)
+        if self.path != "/move":
+            self._answer({})
+            return
+        if self.mode == "rude":
+            self._answer({"move": "sideways"})
+            return
+        if self.mode == "slow":
+            threading.Event().wait(0.3)
+        moves = [safe_move(request)] + random.sample(["up", "down", "left", "right"], 4)
+        self._answer({"move": moves[0] if random.random() < 0.8 else moves[1]})
+
+
+@pytest.fixture
+def stdlib_snake():
+    server = ThreadingHTTPServer(("127.0.0.1", 0), RandomSafe)
+    server.daemon_threads = True
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    RandomSafe.mode, RandomSafe.seen = "fine", []
+    yield f"http://127.0.0.1:{server.server_address[1]}"
+    server.shutdown()
+    server.server_close()
+
+
+def test_hosted_games_between_served_agents_replay_with_no_divergent_turn(tmp_path):
+    champion = serve("pretrained:arena-selfplay-v2", port=0, block=False, quiet=True)
+    greedy = serve("greedy", port=0, block=False, quiet=True)
+    try:
+        urls = [champion.url, greedy.url]
+        result = play(urls, games=2, size=11, seed=3, out=tmp_path / "games", say=lambda *_: None)
+    finally:
+        champion.stop()
+        greedy.stop()
+    assert sum(sum(row.values()) for row in result["table"].values()) == 4  # 2 games x 2 players
+    for url in urls:
+        lat = result["latency"][url]
+        assert lat["answered"] > 0 and lat["late"] == lat["failed"] == lat["invalid"] == 0
+        assert lat["max_ms"] < 500
+    logs = sorted((tmp_path / "games").glob("game-*.jsonl"))
+    assert len(logs) == 2
+    first = [json.loads(line) for line in logs[0].read_text().splitlines()]
+    assert first[0]["ruleset"]["name"] == "standard" and "isDraw" in first[-1]
+    assert [s["name"] for s in first[1]["board"]["snakes"]] == urls  # game 0: seats in the order given
+    second = [json.loads(line) for line in logs[1].read_text().splitlines()]
+    assert [s["name"] for s in second[1]["board"]["snakes"]] == urls[::-1]  # game 1: rotated
+    report = replay(logs, boards=0)
+    assert sum(report.games.values()) == 2 and sum(report.divergent.values()) == 0, report.first
+
+
+def test_a_snake_written_with_the_standard_library_plays_and_bad_answers_repeat_the_last_move(stdlib_snake, tmp_path):
+    result = play([stdlib_snake, "greedy"], games=2, size=7, seed=1, out=tmp_path / "a", say=lambda *_: None)
+    assert result["latency"][stdlib_snake]["answered"] > 0
+    assert {"/start", "/move", "/end"} <= set(RandomSafe.seen)
+    assert sum(replay(sorted((tmp_path / "a").glob("*.jsonl")), boards=0).divergent.values()) == 0
+
+    RandomSafe.mode = "rude"
+    rude = play([stdlib_snake, "greedy"], games=1, size=7, out=tmp_path / "b", say=lambda *_: None)
+    assert rude["latency"][stdlib_snake]["invalid"] > 0  # "sideways": the last move again ("up" at first)
+    RandomSafe.mode = "slow"
+    slow = play([stdlib_snake, "greedy"], games=1, size=7, timeout_ms=100, out=tmp_path / "c", say=lambda *_: None)
+    assert slow["latency"][stdlib_snake]["late"] > 0
+    assert sum(replay(sorted((tmp_path / "c").glob("*.jsonl")), boards=0).divergent.values()) == 0
+
+
+def test_bad_play_input_is_one_line():
+    for args, said in (
+        (["play", "greedy", "games=0"], "games=0 is invalid"),
+        (["play", "greedy", "ruleset=chess"], "ruleset=chess is invalid"),
+        (["play", "ftp://x:1", "greedy"], "ftp://x:1"),
+        (["play", "greedy", "greedy"], "greedy is given twice"),
+        (["play", "games=2"], "play needs a TARGET"),
+    ):
+        proc = subprocess.run(
+            [sys.executable, "-m", "jaxrl.battlesnake", *args], capture_output=True, text=True, cwd=ROOT, timeout=120
+        )
+        assert proc.returncode == 2 and said in proc.stderr and proc.stderr.count("\n") == 1, (args, proc.stderr)

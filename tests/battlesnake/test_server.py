@@ -1,0 +1,145 @@
+"""The Battlesnake server (`python -m jaxrl.battlesnake serve`) over real sockets on 127.0.0.1: every `/move`
+body the official engine wrote gets a legal move, never back into the neck; games are kept apart and forgotten;
+bad requests get a 4xx with one line and the server goes on."""
+
+import gzip
+import http.client
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from jaxrl.battlesnake.server import serve
+
+DATA = Path(__file__).resolve().parents[1] / "data" / "battlesnake"
+ROOT = Path(__file__).resolve().parents[2]
+MOVES = {"up": (0, 1), "down": (0, -1), "left": (-1, 0), "right": (1, 0)}
+
+
+def requests() -> list[dict]:
+    """Every /move body the engine wrote into the recorded games."""
+    found = []
+    for name in ("official-standard-dev.jsonl.gz", "official-variants-dev.jsonl.gz"):
+        with gzip.open(DATA / name, "rt") as f:
+            found += [r for line in f for r in json.loads(line).get("requests", [])]
+    return found
+
+
+def post(served, path: str, body: bytes | dict, headers: dict | None = None) -> tuple[int, bytes]:
+    conn = http.client.HTTPConnection("127.0.0.1", served.port, timeout=30)
+    data = body if isinstance(body, bytes) else json.dumps(body).encode()
+    conn.request("POST", path, body=data, headers={"Content-Type": "application/json", **(headers or {})})
+    answer = conn.getresponse()
+    out = answer.status, answer.read()
+    conn.close()
+    return out
+
+
+@pytest.fixture(scope="module")
+def champion():
+    served = serve("pretrained:arena-selfplay-v2", port=0, block=False, quiet=True, forget_s=60, warm=False)
+    yield served
+    served.stop()
+
+
+def back_into_the_neck(request: dict, move: str) -> bool:
+    body = request["you"]["body"]
+    head, neck = body[0], next((p for p in body[1:] if p != body[0]), None)
+    dx, dy = MOVES[move]
+    width, height = request["board"]["width"], request["board"]["height"]
+    target = ((head["x"] + dx) % width, (head["y"] + dy) % height)
+    return neck is not None and target == (neck["x"], neck["y"])
+
+
+def test_get_names_the_snake_and_what_it_sees(champion):
+    conn = http.client.HTTPConnection("127.0.0.1", champion.port, timeout=30)
+    conn.request("GET", "/")
+    info = json.loads(conn.getresponse().read())
+    assert info["apiversion"] == "1" and info["author"] == "jaxrl" and info["color"].startswith("#")
+    assert "pretrained:arena-selfplay-v2" in info["version"] and "view 7" in info["version"]
+
+
+def test_every_recorded_move_request_gets_a_legal_move_never_back_into_the_neck(champion):
+    bodies = requests()
+    assert len(bodies) > 1000
+    for request in bodies:
+        status, body = post(champion, "/move", request)
+        assert status == 200, body
+        move = json.loads(body)["move"]
+        assert move in MOVES and not back_into_the_neck(request, move), (request["turn"], move)
+
+
+def test_games_are_started_told_apart_ended_and_forgotten(champion):
+    request = requests()[0]
+    games = [json.loads(json.dumps(request)) for _ in range(3)]
+    for i, game in enumerate(games):
+        game["game"]["id"] = f"game-{i}"
+        assert post(champion, "/start", game)[0] == 200
+    assert {f"game-{i}" for i in range(3)} <= set(champion.snake.games)
+    assert post(champion, "/end", games[0])[0] == 200 and "game-0" not in champion.snake.games
+    champion.snake.forget_s, kept = 0.0, champion.snake.forget_s
+    try:
+        time.sleep(0.01)
+        assert post(champion, "/move", games[1])[0] == 200
+        assert "game-2" not in champion.snake.games  # no request within forget_s: forgotten
+    finally:
+        champion.snake.forget_s = kept
+
+
+def _bad(request: dict, change) -> dict:
+    changed = json.loads(json.dumps(request))
+    change(changed)
+    return changed
+
+
+@pytest.mark.parametrize(
+    "make, status, said",
+    [
+        (lambda r: b"{not json", 400, "needs a JSON body"),
+        (lambda r: _bad(r, lambda d: d.pop("board")), 400, "no board object"),
+        (lambda r: _bad(r, lambda d: d["board"].update(width=0, height=0)), 400, "board width=0 is invalid"),
+        (lambda r: _bad(r, lambda d: d["board"].update(width=100, height=100)), 400, "board width=100 is invalid"),
+        (lambda r: _bad(r, lambda d: d["you"]["body"][0].update(x=99)), 400, "off the board"),
+        (lambda r: _bad(r, lambda d: d["board"]["snakes"][1].update(body=[])), 400, "has no body"),
+        (lambda r: _bad(r, lambda d: d["game"]["ruleset"].update(name="chess")), 400, "ruleset 'chess'"),
+        (lambda r: b"[" + b" " * (1 << 20) + b"]", 413, "at most 1,048,576"),
+    ],
+    ids=["not-json", "no-board", "no-cells", "10000-cells", "off-board", "no-body", "unknown-ruleset", "over-1mb"],
+)
+def test_a_bad_request_gets_a_4xx_with_one_line_and_the_server_goes_on(champion, make, status, said):
+    request = requests()[0]
+    got, body = post(champion, "/move", make(request))
+    line = body.decode()
+    assert got == status and said in line and line.count("\n") == 1, (got, line)
+    assert post(champion, "/move", request)[0] == 200  # still serving
+
+
+def test_a_board_the_arena_cannot_play_gets_safe_moves_and_says_so(champion):
+    request = _bad(requests()[0], lambda d: d["board"].update(width=13))  # 13x11: the arena plays squares
+    status, body = post(champion, "/move", request)
+    answer = json.loads(body)
+    assert status == 200 and answer["move"] in MOVES and "square" in answer["shout"]
+    assert not back_into_the_neck(request, answer["move"])
+
+
+def test_a_bot_is_served_and_bad_targets_and_settings_are_one_line():
+    bot = serve("greedy", port=0, block=False, quiet=True, warm=False)
+    try:
+        request = requests()[5]
+        status, body = post(bot, "/move", request)
+        assert status == 200 and json.loads(body)["move"] in MOVES
+    finally:
+        bot.stop()
+    for args, said in (
+        (["serve", "no/such/run"], "no/such/run"),
+        (["serve", "greedy", "port=70000"], "port=70000 is invalid"),
+        (["serve", "greedy", "colour=red"], "unknown setting colour="),
+        (["serve"], "serve takes one TARGET"),
+    ):
+        proc = subprocess.run(
+            [sys.executable, "-m", "jaxrl.battlesnake", *args], capture_output=True, text=True, cwd=ROOT, timeout=120
+        )
+        assert proc.returncode == 2 and said in proc.stderr and proc.stderr.count("\n") == 1, (args, proc.stderr)
