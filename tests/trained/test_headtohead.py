@@ -46,7 +46,7 @@ def test_a_policy_against_itself_scores_half_with_the_seats_rotated(runs):
     np.testing.assert_array_equal(np.asarray(mine).sum(axis=0), [5, 5, 5, 5])  # each seat A's in half the games
     np.testing.assert_array_equal(np.asarray(mine).sum(axis=1), [2] * 10)
     for other in (me, headtohead.bot("greedy")):
-        same = headtohead.play_pair(other, other, games=800, seed=3)
+        same = headtohead.play_pair(other, other, games=800, seed=3, host=me)
         assert same["a_wins"] + same["b_wins"] + same["draws"] == 800
         assert abs(same["a_score"] - 0.5) < 0.07, same  # 4 standard errors of 800 fair games
 
@@ -97,7 +97,7 @@ def test_run_play_against_is_the_same_games(runs):
             "is invalid: allowed greedy, random_safe, a run directory (PATH or PATH@STEP) or pretrained:NAME",
         ),
         ("{foreign}", "is not a jaxrl run directory"),
-        ("{grid}", "trained on env=grid; "),
+        ("{grid}", "grid sets no table of 2 seats"),
         ("{small}", "trained with size=9; "),
     ],
 )

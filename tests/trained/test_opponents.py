@@ -76,7 +76,7 @@ def test_a_bot_run_from_another_env_is_refused(grid_run, tmp_path, capsys):
     capsys.readouterr()
     code = main([*TINY, f"env.bot_policy={grid_run}", f"run_dir={tmp_path / 'never'}"])
     err = capsys.readouterr().err
-    assert code == 2 and "trained on env=grid; a bot policy must come from an arena run" in err, err
+    assert code == 2 and "trained on env=grid; a bot policy must come from a run of env=arena" in err, err
 
 
 @pytest.mark.slow
