@@ -14,11 +14,7 @@ one `/move` body per turn, the result line), which `python -m jaxrl.battlesnake 
 
 from __future__ import annotations
 
-import dataclasses
-import http.client
 import json
-import time
-import urllib.parse
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -26,78 +22,11 @@ from typing import Any
 import numpy as np
 
 from jaxrl.config.compose import UsageError
+from jaxrl.trained.http import HttpSnake
 
-ENGINE_MOVES = ("up", "down", "left", "right")
 FIRST_MOVE = "up"  # the move a snake without one yet repeats (the engine's default)
 MAX_TURNS = 100_000  # a game the rules never end (a solo snake that never starves cannot: health falls)
 SETTINGS = {"foodSpawnChance": 15, "minimumFood": 1, "hazardDamagePerTurn": 14, "royale": {"shrinkEveryNTurns": 25}}
-
-
-@dataclasses.dataclass
-class Answers:
-    """One player's answers: latencies (s) of the requests that came back, and how many did not in time."""
-
-    times: list[float] = dataclasses.field(default_factory=list)
-    late: int = 0
-    failed: int = 0
-    invalid: int = 0
-
-
-class HttpSnake:
-    """A Battlesnake server at `url`, asked as the engine asks it."""
-
-    def __init__(self, url: str, timeout_ms: int):
-        parts = urllib.parse.urlsplit(url)
-        if parts.scheme != "http" or not parts.hostname:
-            raise UsageError(f"{url} is invalid: an HTTP snake is http://host:port")
-        self.name, self.url, self.timeout = url, url.rstrip("/"), timeout_ms / 1000
-        self.host, self.port, self.base = parts.hostname, parts.port or 80, parts.path.rstrip("/")
-        self.answers = Answers()
-
-    def _post(self, path: str, body: dict[str, Any], timeout: float) -> tuple[int, bytes]:
-        conn = http.client.HTTPConnection(self.host, self.port, timeout=timeout)
-        try:
-            conn.request("POST", self.base + path, json.dumps(body), {"Content-Type": "application/json"})
-            answer = conn.getresponse()
-            return answer.status, answer.read()
-        finally:
-            conn.close()
-
-    def start(self, request: dict[str, Any]) -> None:
-        try:
-            self._post("/start", request, self.timeout)
-        except OSError:
-            pass  # the engine goes on without a snake's /start answer
-
-    def move(self, request: dict[str, Any]) -> str | None:
-        t0 = time.perf_counter()
-        try:
-            status, body = self._post("/move", request, self.timeout)
-        except TimeoutError:
-            self.answers.late += 1
-            return None
-        except OSError:
-            self.answers.failed += 1
-            return None
-        took = time.perf_counter() - t0
-        if took > self.timeout:
-            self.answers.late += 1
-            return None
-        self.answers.times.append(took)
-        try:
-            move = json.loads(body).get("move") if status == 200 else None
-        except (ValueError, AttributeError):
-            move = None
-        if move not in ENGINE_MOVES:
-            self.answers.invalid += 1
-            return None
-        return move
-
-    def end(self, request: dict[str, Any]) -> None:
-        try:
-            self._post("/end", request, self.timeout)
-        except OSError:
-            pass
 
 
 class LocalSnake:

@@ -12,7 +12,8 @@ from jaxrl.config.compose import UsageError, integer_setting
 USAGE = """usage: python -m jaxrl.rate RUN_DIR [RUN_DIR ...] [key=value ...]
 
   RUN_DIR              a run (its newest checkpoint), RUN_DIR@STEP for one checkpoint, a shelf agent
-                       (pretrained:NAME), or one of the env's bots (the arena's greedy / random_safe)
+                       (pretrained:NAME), one of the env's bots (the arena's greedy / random_safe), or an
+                       HTTP snake (http://host:port, Battlesnake API v1)
   games=200            games per pair of players (seats rotated, greedy policies)
   checkpoints=latest   latest: each run's newest checkpoint | all: every checkpoint it kept
                        (a rating curve over training; keep more with checkpoint.keep=N when training)

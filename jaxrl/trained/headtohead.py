@@ -25,7 +25,8 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxrl.config.compose import UsageError
-from jaxrl.envs.base import hook, table_params
+from jaxrl.envs.base import hook, offers, table_params
+from jaxrl.trained.http import TIMEOUT_MS, HttpSnake, is_url
 
 
 @dataclasses.dataclass(frozen=True)
@@ -40,6 +41,7 @@ class Player:
     run_dir: str | None = None
     step: int | None = None  # checkpoint (env steps per seed)
     train_s: float | None = None  # training seconds at that checkpoint
+    url: str | None = None  # an HTTP snake's address (Battlesnake API v1): `trained/http.py` asks it
 
 
 def bot(kind: str) -> Player:
@@ -62,6 +64,9 @@ def player(spec: Any, load: Any, flag: str = "vs", bots: tuple[str, ...] = ()) -
 
     if isinstance(spec, Player):
         return spec
+    if is_url(spec):
+        HttpSnake(spec, TIMEOUT_MS)  # UsageError for an address it cannot ask
+        return Player(name=spec, url=spec)
     step = None
     if hasattr(spec, "policy_of") and hasattr(spec, "restore"):  # a Run
         run = spec
@@ -152,11 +157,15 @@ def _label(p: Player) -> str:
 def check_pair(a: Player, b: Player, flag: str = "vs") -> None:
     """UsageError when `b` cannot sit at `a`'s table (or `a` at `b`'s): another env, another of the env's
     `game_settings`, a state of another shape, or a bot the env does not have."""
-    host = a if a.bot is None else b
-    if host.bot is not None:
-        return  # two bots: the table comes from the game's host (`play_pair(host=)`)
+    host = a if a.env is not None else b
+    if host.env is None:
+        return  # two bots or HTTP snakes: the table comes from the game's host (`play_pair(host=)`)
     guest = b if host is a else a
     table = table_of(host.env, f"{flag}={host.name}")
+    if guest.url is not None:
+        if not (offers(table, "board_request") and offers(table, "board_action")):
+            raise UsageError(f"{flag}={guest.name} plays over HTTP; {host.env.name} writes no request it could read")
+        return
     if guest.bot is not None:
         kinds = hook(table, "bot_kinds")
         if guest.bot not in kinds:
@@ -182,9 +191,9 @@ def _table(a: Player, b: Player, games: int, max_steps: int | None, host: Player
     """(rules, env params, a's seats (games, seats), step limit) of a pair's games at the first run's table
     (`host`'s for two bots)."""
     check_pair(a, b)
-    first = next((p for p in (a, b, host) if p is not None and p.bot is None), None)
+    first = next((p for p in (a, b, host) if p is not None and p.env is not None), None)
     if first is None:
-        raise UsageError("two bots need a run or shelf agent to set their table (its env): give one")
+        raise UsageError("two bots or HTTP snakes need a run or shelf agent to set their table (its env): give one")
     for p in (a, b):
         check_pair(first, p)
     rules = table_of(first.env, first.name)
@@ -200,6 +209,9 @@ def play_pair(
 ) -> dict[str, Any]:
     """`games` games of `a` against `b` (seats rotated; two bots at `host`'s table); wins, draws, placements."""
     rules, params, mine, steps = _table(a, b, games, max_steps, host)
+    if a.url or b.url:
+        out = hosted_games(rules, params, a, b, np.asarray(mine), steps, seed)
+        return _pair_result(a, b, games, seed, out)
 
     def run(key: jax.Array, weights: Any, params: Any, mine: jax.Array) -> dict[str, jax.Array]:
         start, advance, finish = _game(rules, params, a, b, weights, mine, games, steps)
@@ -209,7 +221,12 @@ def play_pair(
     # The weights and rules are arguments, not constants: pairs of runs with one architecture (a rating's
     # round robin, another seed) compile one program, which the persistent compilation cache then serves.
     out = jax.device_get(jax.jit(run)(jax.random.key(seed), _weights(a, b), params, mine))
-    a_won, b_won = out["a_won"], out["b_won"]
+    return _pair_result(a, b, games, seed, out)
+
+
+def _pair_result(a: Player, b: Player, games: int, seed: int, out: dict[str, Any]) -> dict[str, Any]:
+    """A pair's figures from its games' outcomes (a_won, b_won, over, length, a_place, b_place per game)."""
+    a_won, b_won = np.asarray(out["a_won"]), np.asarray(out["b_won"])
     draws = games - int(a_won.sum()) - int(b_won.sum())
     return {
         "a": a.name,
@@ -221,7 +238,7 @@ def play_pair(
         "a_score": float((a_won.sum() + 0.5 * draws) / games),  # wins and half the draws
         "a_placement": float(out["a_place"].mean()),
         "b_placement": float(out["b_place"].mean()),
-        "unfinished": int((~out["over"]).sum()),
+        "unfinished": int((~np.asarray(out["over"])).sum()),
         "mean_length": float(out["length"].mean()),
         "seed": seed,
     }
@@ -234,6 +251,10 @@ def record_game(
     caption per frame: each side's seats by their mark (the arena: the colour's initial) with their lengths
     (x once out), e.g. "t40 A g5 o4 | B b7 px", and at the end the result."""
     rules, params, mine, steps = _table(a, b, 1, max_steps, host)
+    if a.url or b.url:
+        out = hosted_games(rules, params, a, b, np.asarray(mine), steps, seed, record=True)
+        frames, states, over = out["frames"], out["states"], np.ones(len(out["frames"]), bool)
+        return _captioned(rules, frames, states, np.asarray(mine[0]), out, len(frames))
 
     def run(key: jax.Array, weights: Any, params: Any, mine: jax.Array):
         start, advance, finish = _game(rules, params, a, b, weights, mine, 1, steps)
@@ -250,11 +271,16 @@ def record_game(
 
     (frames, over, states), out = jax.device_get(jax.jit(run)(jax.random.key(seed), _weights(a, b), params, mine))
     shown = int(np.argmax(over)) + 1 if over.any() else len(over)  # up to the frame where the game ended
+    states = [jax.tree.map(lambda x, t=t: x[t][0], states) for t in range(shown)]
+    return _captioned(rules, frames, states, np.asarray(mine[0]), out, shown)
+
+
+def _captioned(rules: Any, frames: Any, states: list, side_of: np.ndarray, out: dict, shown: int):
+    """(frames, captions) of a recorded game: each side's seats by mark and length, the result at the end."""
     result = "A wins" if out["a_won"][0] else "B wins" if out["b_won"][0] else "draw"
-    side_of = np.asarray(mine[0])
     captions = []
     for t in range(shown):
-        seats = hook(rules, "seat_status")(jax.tree.map(lambda x, t=t: x[t][0], states))
+        seats = hook(rules, "seat_status")(states[t])
         side = lambda ours, seats=seats: " ".join(
             f"{s.get('mark', k)}{s.get('length', '') if s.get('alive', True) else 'x'}"
             for k, s in enumerate(seats)
@@ -262,6 +288,119 @@ def record_game(
         )
         captions.append(f"t{t} A {side(True)} | B {side(False)}" + (f" | {result}" if t == shown - 1 else ""))
     return np.asarray(frames[:shown]), captions
+
+
+def hosted_games(
+    rules: Any, params: Any, a: Player, b: Player, mine: np.ndarray, steps: int, seed: int, record: bool = False
+) -> dict[str, Any]:
+    """Games of a pair with an HTTP snake in it, stepped on the host (the snake answers between steps) by the
+    same rules, seats and end as the compiled games: a_won, b_won, over, length, a_place, b_place per game
+    (and each turn's frames and states when `record`). An HTTP snake's late, failed or invalid answer repeats
+    its last move, as the engine does."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    games, seats = mine.shape
+    step = jax.jit(lambda k, s, act: rules.step_env(k, s, act, params)[1:4])
+    reset = jax.jit(lambda k: rules.reset_env(k, params)[1])
+    alive_of = jax.jit(hook(rules, "seat_alive"))
+    place_of = jax.jit(hook(rules, "seat_placement"))
+    act_of = {id(p): _host_actions(p, rules, seats) for p in (a, b)}
+    game_of = {"id": "", "ruleset": {"name": getattr(rules, "ruleset", "standard"), "version": "jaxrl"}, "timeout": 500}
+
+    def one(g: int) -> dict[str, Any]:
+        key = jax.random.fold_in(jax.random.key(seed), g)
+        key, reset_key = jax.random.split(key)
+        state, game = reset(reset_key), {**game_of, "id": f"jaxrl-h2h-{seed}-{g}"}
+        carries = {id(p): (p.policy.initial_carry(seats) if p.policy is not None else None) for p in (a, b)}
+        last = ["up"] * seats
+        returns, length, frames, states = np.zeros(seats, np.float32), 0, [], []
+        for p in (a, b):
+            if p.url is not None:
+                concrete = jax.device_get(state)
+                for k in np.flatnonzero(np.asarray(alive_of(state)) & ((mine[g]) == (p is a))):
+                    p_http(p).start(hook(rules, "board_request")(concrete, int(k), game))
+        for t in range(steps):
+            if record:
+                frames.append(np.asarray(rules.render_rgb(state)))
+                states.append(jax.device_get(state))
+            key, ka, kb, ks = jax.random.split(key, 4)
+            chosen = []
+            for p, k_p in ((a, ka), (b, kb)):
+                carries[id(p)], act = act_of[id(p)](state, carries[id(p)], k_p, game, last, mine[g] == (p is a))
+                chosen.append(np.asarray(act))
+            action = np.where(mine[g], chosen[0], chosen[1]).astype(np.int32)
+            state, reward, terminated = step(ks, state, jnp.asarray(action))
+            returns += np.asarray(reward, np.float32).reshape(seats)
+            length += 1
+            alive = np.asarray(alive_of(state))
+            if not alive[mine[g]].any() or not alive[~mine[g]].any() or bool(terminated):
+                break
+        if record:
+            frames.append(np.asarray(rules.render_rgb(state)))
+            states.append(jax.device_get(state))
+        for p in (a, b):
+            if p.url is not None:
+                p_http(p).end(_last_request(rules, state, mine[g] == (p is a), game))
+        place = np.asarray(place_of(state, jnp.asarray(returns)))
+        best = lambda m: place[m].min() if m.any() else np.inf
+        out = {
+            "a_won": best(mine[g]) < best(~mine[g]),
+            "b_won": best(~mine[g]) < best(mine[g]),
+            "over": True,
+            "length": length,
+            "a_place": place[mine[g]].mean(),
+            "b_place": place[~mine[g]].mean(),
+        }
+        return {**out, "frames": frames, "states": states} if record else out
+
+    with ThreadPoolExecutor(max_workers=min(games, 8)) as pool:
+        played = list(pool.map(one, range(games)))
+    if record:
+        return {**played[0], **{k: np.array([played[0][k]]) for k in ("a_won", "b_won")}}
+    return {k: np.array([r[k] for r in played]) for k in ("a_won", "b_won", "over", "length", "a_place", "b_place")}
+
+
+def _last_request(rules: Any, state: Any, side: np.ndarray, game: dict[str, Any]) -> dict[str, Any]:
+    """The `/end` body of a side: the board as one of its seats sees it (any seat's once it has none left)."""
+    alive = np.asarray(hook(rules, "seat_alive")(state))
+    seats = np.flatnonzero(alive & side) if (alive & side).any() else np.flatnonzero(alive)
+    if not seats.size:
+        return {"game": game}
+    return hook(rules, "board_request")(jax.device_get(state), int(seats[0]), game)
+
+
+_HTTP: dict[str, Any] = {}  # one HttpSnake per address: its answers' times add up over a rating
+
+
+def p_http(p: Player) -> Any:
+    if p.url not in _HTTP:
+        _HTTP[p.url] = HttpSnake(p.url, TIMEOUT_MS)
+    return _HTTP[p.url]
+
+
+def _host_actions(p: Player, rules: Any, seats: int):
+    """`(state, carry, key, game, last, mine) -> (carry, (seats,) actions)` of player `p` for one game on the
+    host: a run's policy and a bot compiled, an HTTP snake asked for each of its live seats (`mine`)."""
+    if p.url is not None:
+        snake = p_http(p)
+
+        def ask(state, carry, key, game, last, mine):
+            concrete = jax.device_get(state)
+            alive = np.asarray(hook(rules, "seat_alive")(state))
+            actions = np.ones(seats, np.int32)
+            for k in np.flatnonzero(alive & mine):
+                move = snake.move(hook(rules, "board_request")(concrete, int(k), game))
+                last[k] = move or last[k]
+                actions[k] = hook(rules, "board_action")(concrete, int(k), last[k])
+            return carry, actions
+
+        return ask
+    if p.bot is not None:
+        bot = jax.jit(lambda key, state: hook(rules, "bot_actions")(key, state, p.bot))
+        return lambda state, carry, key, game, last, mine: (carry, bot(key, state))
+    eyes = hook(p.env, "table")(seats)
+    policy = jax.jit(lambda w, c, s, k: p.policy.apply(w, c, hook(eyes, "seat_obs")(s), k))
+    return lambda state, carry, key, game, last, mine: policy(p.policy.params, carry, state, key)
 
 
 def _weights(a: Player, b: Player) -> tuple[Any, Any]:

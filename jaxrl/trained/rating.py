@@ -89,7 +89,7 @@ def players(specs: list[str], load: Any, checkpoints: str = "latest", bots: bool
         finally:
             store.close()
         found.extend(headtohead.player(f"{where}@{s}", load, flag="run") for s in saved)
-    host = next((p for p in found if p.bot is None), None)
+    host = next((p for p in found if p.env is not None), None)
     if host is None:
         raise UsageError("a rating needs a run or shelf agent: its env sets the table the bots play at")
     if bots:
@@ -109,7 +109,7 @@ def players(specs: list[str], load: Any, checkpoints: str = "latest", bots: bool
 def rate(found: list[headtohead.Player], games: int = 200, seed: int = 0, say: Any = print) -> dict[str, Any]:
     """Every pair of `found` plays `games` games (seed `seed`) at the first run's table; the fitted table (best
     first) and the pairs. The scale is anchored at the env's weakest bot (the last of `bot_kinds`) when it plays."""
-    host = next(p for p in found if p.bot is None)
+    host = next(p for p in found if p.env is not None)
     results = []
     for i, a in enumerate(found):
         for b in found[i + 1 :]:

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+import jaxrl
 from jaxrl.battlesnake.host import play
 from jaxrl.battlesnake.replay import replay
 from jaxrl.battlesnake.server import safe_move, serve
@@ -118,3 +119,20 @@ def test_bad_play_input_is_one_line():
             [sys.executable, "-m", "jaxrl.battlesnake", *args], capture_output=True, text=True, cwd=ROOT, timeout=120
         )
         assert proc.returncode == 2 and said in proc.stderr and proc.stderr.count("\n") == 1, (args, proc.stderr)
+
+
+def test_eval_vs_and_rate_take_an_http_snake_as_a_player(stdlib_snake, tmp_path, monkeypatch):
+    from jaxrl.cli.eval import main as eval_main
+    from jaxrl.cli.rate import main as rate_main
+
+    monkeypatch.chdir(tmp_path)
+    run = jaxrl.pretrained("arena-selfplay-v2")
+    result = run.play_against(stdlib_snake, episodes=6, seed=1)
+    assert result["b"] == stdlib_snake and result["a_wins"] + result["b_wins"] + result["draws"] == 6
+    assert result["unfinished"] == 0 and RandomSafe.seen.count("/start") >= 6  # each game's seats started
+    assert rate_main(["pretrained:arena-selfplay-v2", stdlib_snake, "games=4", "bots=false", "out=r"]) == 0
+    table = json.loads((tmp_path / "r" / "ratings.json").read_text())
+    assert {row["player"] for row in table["table"]} == {"pretrained:arena-selfplay-v2", stdlib_snake}
+    gif = tmp_path / "versus.gif"
+    assert eval_main(["pretrained:arena-selfplay-v2", f"vs={stdlib_snake}", "episodes=2", f"out={gif}"]) == 0
+    assert gif.stat().st_size > 0
