@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import socket
 import sys
 import threading
 import time
@@ -283,6 +284,12 @@ def handler(snake: Snake, info: dict[str, str]) -> type[BaseHTTPRequestHandler]:
 
         def log_message(self, format: str, *args: Any) -> None:  # noqa: A002  (the base class's name)
             pass  # a line per request would flood the log at one request per turn per game
+
+        def setup(self) -> None:
+            super().setup()
+            # an answer goes out at once: with Nagle's algorithm a kept-alive connection waited for the
+            # client's delayed ACK (tens of ms) before the body left
+            self.request.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
 
         def _send(self, status: int, payload: Any) -> None:
             body = json.dumps(payload).encode() if not isinstance(payload, bytes) else payload
