@@ -323,7 +323,7 @@ class Arena(Env):
     # -- the Battlesnake API: a request's board as this arena's player sees it -------------------
 
     ENGINE_MOVES = ("up", "right", "down", "left")  # headings 0..3: row - 1 is the engine's y + 1
-    BOARD_SEATS = (2, 4, 8, 16, 32)  # a request's snakes sit in the next of these (a compile serves each)
+    BOARD_SEATS = (8, 16, 32)  # a request's snakes sit in the next of these: a game keeps one compiled shape
 
     def board_game(self, request: dict) -> dict:
         board, you = request["board"], request["you"]
@@ -333,14 +333,14 @@ class Arena(Env):
             raise ValueError(f"ruleset {ruleset!r} is not one the arena plays ({', '.join(RULESETS)})")
         if width != height:
             raise ValueError(f"the arena plays square boards, not {width}x{height}")
-        snakes = list(board["snakes"])
-        ids = [str(s["id"]) for s in snakes]
-        if str(you["id"]) not in ids:
+        mine = [s for s in board["snakes"] if str(s["id"]) == str(you["id"])]
+        if not mine:
             raise ValueError(f"you ({you['id']!r}) are not among the board's snakes")
+        snakes = mine[:1] + [s for s in board["snakes"] if str(s["id"]) != str(you["id"])]  # you: seat 0
         size = width
-        seats = next((b for b in self.BOARD_SEATS if b >= len(snakes)), len(snakes))  # empty seats: fewer shapes
+        seats = next((b for b in self.BOARD_SEATS if b >= len(snakes)), len(snakes))  # empty seats: one shape
         seats = max(len(snakes), min(seats, self.most_snakes(size)))
-        env = Arena(size=size, num_snakes=seats, num_agents=seats, view=self.view, ruleset=ruleset)
+        env = Arena(size=size, num_snakes=seats, num_agents=1, view=self.view, ruleset=ruleset)
 
         def cell(point: dict) -> tuple[int, int]:
             x, y = int(point["x"]), int(point["y"])
@@ -357,7 +357,7 @@ class Arena(Env):
             neck = next((c for c in body[1:] if c != body[0]), None)
             stacked.append(neck is None or neck == body[0])
             heading.append(0 if neck is None else self._heading_from(body[0], neck, size))
-        seat = ids.index(str(you["id"]))
+        seat = 0
         health = [int(s.get("health", 100)) for s in snakes] + [0] * (seats - len(snakes))
         heading += [0] * (seats - len(snakes))
         state = env.make_state(

@@ -39,7 +39,7 @@ API_VERSION = "1"
 # The engine's rulesets: a request naming another is refused; one the env does not play gets safe moves by rule.
 ENGINE_RULESETS = ("standard", "solo", "royale", "squad", "constrictor", "wrapped", "wrapped_constrictor")
 MOST_SIDE = 64  # the longest board side a request may name (4,096 cells)
-WARM = ((11, 2), (11, 4), (11, 8), (7, 4), (19, 4), (19, 8))  # boards compiled as a server starts
+WARM = ((11, 8), (7, 8), (19, 8))  # boards (up to 8 snakes) compiled as a server starts
 MAX_BODY = 1 << 20  # bytes a request body may hold
 ENGINE_MOVES = ("up", "down", "left", "right")
 STEP = {"up": (0, 1), "down": (0, -1), "left": (-1, 0), "right": (1, 0)}
@@ -139,10 +139,6 @@ class Snake:
         """The compiled (params, carry, state, seat, key) -> (numbers, carry) of a board's env (one per board
         size, snake count and ruleset)."""
         signature = tuple(getattr(table, k, None) for k in ("size", "num_snakes", "ruleset", "view"))
-        with self.lock:
-            found = self._compiled.get(signature)
-        if found is not None:
-            return found
         agent, bot = self.who.agent, self.who.bot
 
         def step(params, carry, state, seat, key):
@@ -152,13 +148,12 @@ class Snake:
             obs = hook(table, "seat_obs")(state)
             mine = jax.lax.dynamic_index_in_dim(obs, seat, keepdims=True)
             numbers, _ = agent.read(params, carry, mine)
-            carry, _ = agent.act(params, carry, mine, key)
+            if carry is not None:  # a recurrent policy: its memory goes on (a feed-forward one has none)
+                carry, _ = agent.act(params, carry, mine, key)
             return numbers.reshape(-1, table.num_actions)[0].astype(jnp.float32), carry
 
-        compiled = jax.jit(step)
-        with self.lock:
-            self._compiled[signature] = compiled
-        return compiled
+        with self.lock:  # one compiled step per board, however many games ask for it at once
+            return self._compiled.setdefault(signature, jax.jit(step))
 
     def _fallback(self, request: dict[str, Any], game: dict[str, Any], why: str) -> dict[str, Any]:
         """A safe move by a plain rule for a board the env cannot play (said once per game in the log)."""
@@ -186,7 +181,7 @@ class Snake:
 
         view = getattr(self.who.env, "view", 3)
         for size, seats in boards:
-            table = arena_class()(size=size, num_snakes=seats, num_agents=seats, view=view)
+            table = arena_class()(size=size, num_snakes=seats, num_agents=1, view=view)
             state = table.reset_env(jax.random.key(0), table_params(table, table.default_params))[1]
             carry = self.who.agent.initial_carry(1) if self.who.agent is not None else None
             params = self.who.agent.params if self.who.agent is not None else None

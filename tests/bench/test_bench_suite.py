@@ -155,7 +155,7 @@ def test_without_out_the_results_go_to_the_current_folder_not_the_source_tree(tm
 def test_bad_arguments_are_one_line(tmp_path):
     proc = bench("--only", "envs", "--out", str(tmp_path / "x"))
     assert proc.returncode != 0 and "Traceback" not in proc.stderr
-    assert "'envs' is not a part: choose from env, arena, train, memory, score, precision" in proc.stderr
+    assert "'envs' is not a part: choose from env, arena, serve, train, memory, score, precision" in proc.stderr
     afile = tmp_path / "file"
     afile.write_text("keep me")
     proc = bench("--only", "env", "--out", str(afile))
