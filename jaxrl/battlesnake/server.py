@@ -26,6 +26,7 @@ import sys
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any
 
 import jax
@@ -70,8 +71,8 @@ class Player:
 
 
 def player(target: str) -> Player:
-    """A Player of a run directory, `pretrained:NAME`, or a bot of the arena (`greedy`, `random_safe`);
-    UsageError, one line, otherwise."""
+    """A Player of a run directory (its newest checkpoint, or `RUN_DIR@STEP`), `pretrained:NAME`, or a bot of the
+    arena (`greedy`, `random_safe`); UsageError, one line, otherwise."""
     from jaxrl import envs
     from jaxrl.battlesnake import ENV
 
@@ -82,9 +83,11 @@ def player(target: str) -> Player:
     from jaxrl.errors import ConfigError
     from jaxrl.play.game import run_agent
 
+    path, at, when = target.rpartition("@")
+    step = int(when) if at and when.isdigit() and not Path(target).expanduser().exists() else None
     try:
-        run = load(target)
-        agent, env, _, _ = run_agent(run)
+        run = load(path if step is not None else target)
+        agent, env, _, _ = run_agent(run, step)
     except ConfigError as e:
         raise UsageError(f"{target}: {e}") from None
     if not (offers(env, "board_game") and offers(env, "board_move")):

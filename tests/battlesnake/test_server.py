@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from jaxrl.battlesnake.server import serve
+from jaxrl.config.compose import UsageError
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "battlesnake"
 ROOT = Path(__file__).resolve().parents[2]
@@ -143,3 +144,18 @@ def test_a_bot_is_served_and_bad_targets_and_settings_are_one_line():
             [sys.executable, "-m", "jaxrl.battlesnake", *args], capture_output=True, text=True, cwd=ROOT, timeout=120
         )
         assert proc.returncode == 2 and said in proc.stderr and proc.stderr.count("\n") == 1, (args, proc.stderr)
+
+
+def test_a_run_is_served_at_the_checkpoint_named(tmp_path):
+    import shutil
+
+    run = tmp_path / "run"
+    shutil.copytree(ROOT / "tests" / "data" / "runs" / "format-3" / "arena-selfplay-v2", run)
+    served = serve(f"{run}@4096", port=0, block=False, quiet=True, warm=False)
+    try:
+        assert post(served, "/move", requests()[0])[0] == 200
+        assert served.snake.who.name == str(run)
+    finally:
+        served.stop()
+    with pytest.raises(UsageError, match="@999"):
+        serve(f"{run}@999", port=0, block=False, quiet=True, warm=False)
