@@ -98,6 +98,7 @@ def play_game(
 
     last = [FIRST_MOVE] * n
     asked: dict[int, dict[str, Any]] = {}
+    last_you: dict[str, Any] | None = None
     concrete = jax.device_get(state)
     alive = lambda c: [k for k in range(n) if bool(np.asarray(c.alive)[k])]
     with ThreadPoolExecutor(max_workers=n) as pool:
@@ -105,10 +106,11 @@ def play_game(
         over, turns = False, 0
         while True:
             live = alive(concrete)
-            lines.append(request(concrete, live[0]) if live else {**request_any(env, concrete, game), "you": None})
+            lines.append(request(concrete, live[0]) if live else {**request_any(env, concrete, game), "you": last_you})
             if over or not live or turns >= MAX_TURNS:
                 break
             asked = {k: request(concrete, k) for k in live}
+            last_you = asked[live[0]]["you"]
             moves = dict(zip(live, pool.map(lambda k: players[k].move(asked[k]), live), strict=True))
             for k, move in moves.items():
                 last[k] = move or last[k]
@@ -118,13 +120,20 @@ def play_game(
             key, turn_key = jax.random.split(key)
             state, terminated = step(turn_key, state, actions)
             concrete, over, turns = jax.device_get(state), bool(terminated), turns + 1
-        final = {k: request(concrete, k) if k in alive(concrete) else asked.get(k) for k in range(n)}
-        list(pool.map(lambda k: players[k].end(final[k] or lines[-1]), range(n)))
+        board = lines[-1]["board"]  # the final board, as the engine sends it with /end to every snake
+        yours = {
+            k: (request(concrete, k) if k in alive(concrete) else asked.get(k) or lines[1])["you"] for k in range(n)
+        }
+        list(pool.map(lambda k: players[k].end({**lines[-1], "board": board, "you": yours[k]}), range(n)))
     winners = alive(concrete)
     winner = winners[0] if len(winners) == 1 and n > 1 else None
     won = winner is not None
     lines.append(
-        {"winnerId": f"s{winner}" if won else "", "winnerName": names[winner] if won else "", "isDraw": not won}
+        {
+            "winnerId": f"s{winner}" if won else "",
+            "winnerName": names[winner] if won else "",
+            "isDraw": n > 1 and not won,
+        }
     )
     if log is not None:
         log.parent.mkdir(parents=True, exist_ok=True)

@@ -111,8 +111,7 @@ class Snake:
 
     def move(self, request: dict[str, Any]) -> dict[str, Any]:
         """The answer to a `/move` body: {"move", "shout"}."""
-        game_id = str(request["game"]["id"])
-        game = self._game(game_id)
+        game = self._game(game_key(request))
         try:
             seen = self.who.env.board_game(request)
         except (KeyError, TypeError) as e:
@@ -169,12 +168,12 @@ class Snake:
 
     # -- games ------------------------------------------------------------------------------
 
-    def _game(self, game_id: str) -> dict[str, Any]:
+    def _game(self, key: tuple[str, str]) -> dict[str, Any]:
         now = time.monotonic()
         with self.lock:
             for gone in [g for g, v in self.games.items() if now - v["seen"] > self.forget_s]:
                 del self.games[gone]
-            game = self.games.setdefault(game_id, {"seen": now})
+            game = self.games.setdefault(key, {"seen": now})
             game["seen"] = now
         return game
 
@@ -192,16 +191,23 @@ class Snake:
 
     def start(self, request: dict[str, Any]) -> None:
         """A new game: its memory fresh, its board compiled (a move is computed and thrown away)."""
-        game_id = str(request["game"]["id"])
+        key = game_key(request)
         with self.lock:
-            self.games.pop(game_id, None)
+            self.games.pop(key, None)
         self.move(request)
         with self.lock:
-            self.games[game_id]["carry"] = None
+            self.games[key]["carry"] = None
 
     def end(self, request: dict[str, Any]) -> None:
+        """A game over: forgotten (the engine's /end may name a snake that is out, or no snake at all)."""
         with self.lock:
-            self.games.pop(str(request["game"]["id"]), None)
+            self.games.pop(game_key(request), None)
+
+
+def game_key(request: dict[str, Any]) -> tuple[str, str]:
+    """A game as the server keeps it: its id and the snake answering (one server may hold several seats)."""
+    you = request.get("you") if isinstance(request.get("you"), dict) else {}
+    return str(request["game"]["id"]), str(you.get("id", ""))
 
 
 def safe_move(request: dict[str, Any]) -> str:
@@ -234,41 +240,83 @@ def safe_move(request: dict[str, Any]) -> str:
 # -- HTTP ----------------------------------------------------------------------------------
 
 
-def check_request(body: bytes, path: str) -> dict[str, Any]:
-    """The request body as JSON with the fields the API's game requests hold; BadRequest otherwise."""
+def _whole(value: Any, low: int, high: int) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and low <= value <= high
+
+
+def _points(points: Any, what: str, width: int, height: int) -> list[tuple[int, int]]:
+    """(x, y) of a list of {x, y} points on the board; BadRequest naming `what` otherwise."""
+    if points is None:
+        return []
+    if not isinstance(points, list) or len(points) > width * height:
+        raise BadRequest(400, f"{what} is not a list of at most {width * height} points")
+    out = []
+    for p in points:
+        if not isinstance(p, dict) or not all(_whole(p.get(k), -(2**31), 2**31) for k in ("x", "y")):
+            raise BadRequest(400, f"{what} holds {str(p)[:60]}, not a point {{x, y}}")
+        if not (0 <= p["x"] < width and 0 <= p["y"] < height):
+            raise BadRequest(400, f"{what} has a point ({p['x']}, {p['y']}) off the {width}x{height} board")
+        out.append((p["x"], p["y"]))
+    return out
+
+
+def read_json(body: bytes, path: str) -> dict[str, Any]:
+    """The request body as a JSON object with a game id; BadRequest otherwise."""
     if len(body) > MAX_BODY:
         raise BadRequest(413, f"the body holds {len(body):,} bytes: at most {MAX_BODY:,}")
     try:
         request = json.loads(body)
-    except (ValueError, UnicodeDecodeError):
+    except (ValueError, UnicodeDecodeError, RecursionError):
         raise BadRequest(400, f"{path} needs a JSON body (Battlesnake API v1)") from None
     if not isinstance(request, dict):
         raise BadRequest(400, f"{path} needs a JSON object with game, turn, board and you")
-    for field in ("game", "board", "you"):
+    if not isinstance(request.get("game"), dict) or not isinstance(request["game"].get("id"), str | int):
+        raise BadRequest(400, "the request has no game object with an id (Battlesnake API v1: game, turn, board, you)")
+    return request
+
+
+def check_request(body: bytes, path: str) -> dict[str, Any]:
+    """The request body as JSON with what the API's game requests hold, every point on the board and no two
+    snakes on one cell; BadRequest otherwise."""
+    request = read_json(body, path)
+    for field in ("board", "you"):
         if not isinstance(request.get(field), dict):
             raise BadRequest(400, f"the request has no {field} object (Battlesnake API v1: game, turn, board, you)")
-    if "id" not in request["game"]:
-        raise BadRequest(400, "the request's game has no id")
+    if not _whole(request.get("turn", 0), 0, 2**31 - 1):
+        raise BadRequest(400, f"turn={str(request.get('turn'))[:40]} is invalid: a whole number from 0")
     board = request["board"]
     for field in ("width", "height"):
         value = board.get(field)
-        if not isinstance(value, int) or isinstance(value, bool) or not 1 <= value <= MOST_SIDE:
-            raise BadRequest(400, f"board {field}={value!r} is invalid: a whole number from 1 to {MOST_SIDE}")
-    ruleset = request["game"].get("ruleset") or {}
-    name = ruleset.get("name", "standard") if isinstance(ruleset, dict) else ruleset
+        if not _whole(value, 1, MOST_SIDE):
+            raise BadRequest(400, f"board {field}={str(value)[:40]} is invalid: a whole number from 1 to {MOST_SIDE}")
+    width, height = board["width"], board["height"]
+    ruleset = request["game"].get("ruleset", {})
+    if not isinstance(ruleset, dict):
+        raise BadRequest(400, f"the game's ruleset is {str(ruleset)[:40]}, not an object with a name")
+    name = ruleset.get("name", "standard")
     if name not in ENGINE_RULESETS:
-        raise BadRequest(400, f"ruleset {name!r} is not one of the engine's: {', '.join(ENGINE_RULESETS)}")
+        raise BadRequest(400, f"ruleset {str(name)[:40]!r} is not one of the engine's: {', '.join(ENGINE_RULESETS)}")
+    _points(board.get("food"), "food", width, height)
+    _points(board.get("hazards"), "hazards", width, height)
     if not isinstance(board.get("snakes"), list) or not board["snakes"]:
         raise BadRequest(400, "the board has no snakes")
+    owner: dict[tuple[int, int], str] = {}
+    ids = set()
     for s in [*board["snakes"], request["you"]]:
-        if not isinstance(s, dict) or "id" not in s or not isinstance(s.get("body"), list) or not s["body"]:
-            raise BadRequest(400, f"snake {s.get('id') if isinstance(s, dict) else s!r} has no body")
-        for p in s["body"]:
-            if not isinstance(p, dict) or not all(isinstance(p.get(k), int) for k in ("x", "y")):
-                raise BadRequest(400, f"snake {s['id']!r} has a body point that is not {{x, y}}: {p!r}")
-            if not (0 <= p["x"] < board["width"] and 0 <= p["y"] < board["height"]):
-                raise BadRequest(400, f"snake {s['id']!r} has a point ({p['x']}, {p['y']}) off the board")
-    if all(s["id"] != request["you"]["id"] for s in board["snakes"]):
+        if not isinstance(s, dict) or not isinstance(s.get("id"), str | int) or not s.get("body"):
+            raise BadRequest(400, f"snake {s.get('id') if isinstance(s, dict) else str(s)[:40]!r} has no body")
+        if not _whole(s.get("health", 100), 0, 10**6):
+            raise BadRequest(400, f"snake {s['id']!r}'s health {str(s.get('health'))[:40]} is not a whole number")
+        cells = _points(s["body"], f"snake {s['id']!r}'s body", width, height)
+        if s is request["you"]:
+            continue
+        if s["id"] in ids:
+            raise BadRequest(400, f"snake {s['id']!r} is on the board twice")
+        ids.add(s["id"])
+        for cell in cells:
+            if owner.setdefault(cell, s["id"]) != s["id"]:
+                raise BadRequest(400, f"snakes {owner[cell]!r} and {s['id']!r} both hold {cell}")
+    if request["you"]["id"] not in ids:
         raise BadRequest(400, f"you ({request['you']['id']!r}) are not among the board's snakes")
     return request
 
@@ -312,11 +360,12 @@ def handler(snake: Snake, info: dict[str, str]) -> type[BaseHTTPRequestHandler]:
                 if path not in ("/start", "/move", "/end"):
                     raise BadRequest(404, f"no such path {path}: POST /start, /move or /end")
                 length = self.headers.get("Content-Length")
-                if length is None or not length.isdigit():
+                if length is None or not (length.isascii() and length.isdigit()):
                     raise BadRequest(411, "the request needs a Content-Length")
                 if int(length) > MAX_BODY:
                     raise BadRequest(413, f"the body holds {int(length):,} bytes: at most {MAX_BODY:,}")
-                request = check_request(self.rfile.read(int(length)), path)
+                body = self.rfile.read(int(length))
+                request = read_json(body, path) if path == "/end" else check_request(body, path)
                 if path == "/move":
                     with snake.gate:
                         answer = snake.move(request)
@@ -329,7 +378,7 @@ def handler(snake: Snake, info: dict[str, str]) -> type[BaseHTTPRequestHandler]:
                     snake.end(request)
                     self._send(200, {})
             except BadRequest as e:
-                self.close_connection = e.status in (411, 413)  # the rest of the body is not read
+                self.close_connection = e.status in (404, 411, 413)  # the body may be unread: no next request
                 self._send(e.status, f"{e}\n".encode())
             except (BrokenPipeError, ConnectionResetError):
                 self.close_connection = True

@@ -36,10 +36,14 @@ class HttpSnake:
 
     def __init__(self, url: str, timeout_ms: int):
         parts = urllib.parse.urlsplit(url)
-        if parts.scheme != "http" or not parts.hostname:
-            raise UsageError(f"{url} is invalid: an HTTP snake is http://host:port")
+        try:
+            port = parts.port or 80
+        except ValueError:
+            port = None
+        if parts.scheme != "http" or not parts.hostname or port is None:
+            raise UsageError(f"{url} is invalid: an HTTP snake is http://host:port (a port from 1 to 65535)")
         self.name, self.url, self.timeout = url, url.rstrip("/"), timeout_ms / 1000
-        self.host, self.port, self.base = parts.hostname, parts.port or 80, parts.path.rstrip("/")
+        self.host, self.port, self.base = parts.hostname, port, parts.path.rstrip("/")
         self.answers = Answers()
 
     def _post(self, path: str, body: dict[str, Any], timeout: float) -> tuple[int, bytes]:
@@ -54,7 +58,7 @@ class HttpSnake:
     def start(self, request: dict[str, Any]) -> None:
         try:
             self._post("/start", request, self.timeout)
-        except OSError:
+        except (OSError, http.client.HTTPException):
             pass  # the engine goes on without a snake's /start answer
 
     def move(self, request: dict[str, Any]) -> str | None:
@@ -64,7 +68,7 @@ class HttpSnake:
         except TimeoutError:
             self.answers.late += 1
             return None
-        except OSError:
+        except (OSError, http.client.HTTPException):
             self.answers.failed += 1
             return None
         took = time.perf_counter() - t0
@@ -84,5 +88,5 @@ class HttpSnake:
     def end(self, request: dict[str, Any]) -> None:
         try:
             self._post("/end", request, self.timeout)
-        except OSError:
+        except (OSError, http.client.HTTPException):
             pass

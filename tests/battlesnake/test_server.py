@@ -29,8 +29,19 @@ def requests() -> list[dict]:
     return found
 
 
+OVER_1MB = object()  # a request that says its body holds 2 MB (it is refused before a byte of it is read)
+
+
 def post(served, path: str, body: bytes | dict, headers: dict | None = None) -> tuple[int, bytes]:
     conn = http.client.HTTPConnection("127.0.0.1", served.port, timeout=30)
+    if body is OVER_1MB:
+        conn.putrequest("POST", path)
+        conn.putheader("Content-Length", str(2 << 20))
+        conn.endheaders(b"[")
+        answer = conn.getresponse()
+        out = answer.status, answer.read()
+        conn.close()
+        return out
     data = body if isinstance(body, bytes) else json.dumps(body).encode()
     conn.request("POST", path, body=data, headers={"Content-Type": "application/json", **(headers or {})})
     answer = conn.getresponse()
@@ -79,13 +90,15 @@ def test_games_are_started_told_apart_ended_and_forgotten(champion):
     for i, game in enumerate(games):
         game["game"]["id"] = f"game-{i}"
         assert post(champion, "/start", game)[0] == 200
-    assert {f"game-{i}" for i in range(3)} <= set(champion.snake.games)
-    assert post(champion, "/end", games[0])[0] == 200 and "game-0" not in champion.snake.games
+    you = str(request["you"]["id"])
+    assert {(f"game-{i}", you) for i in range(3)} <= set(champion.snake.games)  # one memory per game and snake
+    dead = _bad(games[0], lambda d: d["board"].update(snakes=[]))  # the engine's /end for a snake that is out
+    assert post(champion, "/end", dead)[0] == 200 and ("game-0", you) not in champion.snake.games
     champion.snake.forget_s, kept = 0.0, champion.snake.forget_s
     try:
         time.sleep(0.01)
         assert post(champion, "/move", games[1])[0] == 200
-        assert "game-2" not in champion.snake.games  # no request within forget_s: forgotten
+        assert ("game-2", you) not in champion.snake.games  # no request within forget_s: forgotten
     finally:
         champion.snake.forget_s = kept
 
@@ -103,12 +116,31 @@ def _bad(request: dict, change) -> dict:
         (lambda r: _bad(r, lambda d: d.pop("board")), 400, "no board object"),
         (lambda r: _bad(r, lambda d: d["board"].update(width=0, height=0)), 400, "board width=0 is invalid"),
         (lambda r: _bad(r, lambda d: d["board"].update(width=100, height=100)), 400, "board width=100 is invalid"),
-        (lambda r: _bad(r, lambda d: d["you"]["body"][0].update(x=99)), 400, "off the board"),
+        (lambda r: _bad(r, lambda d: d["you"]["body"][0].update(x=99)), 400, "(99, 4) off the 11x11 board"),
         (lambda r: _bad(r, lambda d: d["board"]["snakes"][1].update(body=[])), 400, "has no body"),
         (lambda r: _bad(r, lambda d: d["game"]["ruleset"].update(name="chess")), 400, "ruleset 'chess'"),
-        (lambda r: b"[" + b" " * (1 << 20) + b"]", 413, "at most 1,048,576"),
+        (lambda r: OVER_1MB, 413, "at most 1,048,576"),
+        (lambda r: _bad(r, lambda d: d["game"].update(ruleset="standard")), 400, "not an object with a name"),
+        (lambda r: _bad(r, lambda d: d.update(turn=10**30)), 400, "turn=1000"),
+        (lambda r: _bad(r, lambda d: d["board"]["food"].append({"x": 50, "y": 0})), 400, "food has a point (50, 0)"),
+        (lambda r: _bad(r, lambda d: d["board"]["snakes"].append(d["board"]["snakes"][0])), 400, "twice"),
+        (lambda r: b"[" * 100000, 400, "needs a JSON body"),
     ],
-    ids=["not-json", "no-board", "no-cells", "10000-cells", "off-board", "no-body", "unknown-ruleset", "over-1mb"],
+    ids=[
+        "not-json",
+        "no-board",
+        "no-cells",
+        "10000-cells",
+        "off-board",
+        "no-body",
+        "unknown-ruleset",
+        "over-1mb",
+        "ruleset-a-string",
+        "huge-turn",
+        "food-off-board",
+        "snake-twice",
+        "nested-deep",
+    ],
 )
 def test_a_bad_request_gets_a_4xx_with_one_line_and_the_server_goes_on(champion, make, status, said):
     request = requests()[0]
