@@ -322,7 +322,7 @@ class Arena(Env):
 
     # -- the Battlesnake API: a request's board as this arena's player sees it -------------------
 
-    ENGINE_MOVES = ("up", "right", "down", "left")  # headings 0..3: row - 1 is the engine's y + 1
+    MOVES_BY_HEADING = ("up", "right", "down", "left")  # headings 0..3: row - 1 is the engine's y + 1
     BOARD_SEATS = (8, 16, 32)  # a request's snakes sit in the next of these: a game keeps one compiled shape
 
     def board_game(self, request: dict) -> dict:
@@ -417,13 +417,13 @@ class Arena(Env):
 
     def board_move(self, state: EnvState, seat: int, action: int) -> str:
         heading = int(np.asarray(state.heading)[seat])
-        return self.ENGINE_MOVES[(heading + int(action) - 1) % 4]
+        return self.MOVES_BY_HEADING[(heading + int(action) - 1) % 4]
 
     def board_action(self, state: EnvState, seat: int, move: str) -> int:
-        if move not in self.ENGINE_MOVES:
-            raise ValueError(f"move {move!r} is not one of the engine's: {', '.join(self.ENGINE_MOVES)}")
+        if move not in self.MOVES_BY_HEADING:
+            raise ValueError(f"move {move!r} is not one of the engine's: {', '.join(self.MOVES_BY_HEADING)}")
         heading = int(np.asarray(state.heading)[seat])
-        return (self.ENGINE_MOVES.index(move) - heading + 1) % 4
+        return (self.MOVES_BY_HEADING.index(move) - heading + 1) % 4
 
     def result_line(self, info: dict, names: list[str], you: int | None) -> str:
         winner = int(np.asarray(info["winner"])) if "winner" in info else -1

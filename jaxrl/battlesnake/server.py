@@ -42,7 +42,6 @@ ENGINE_RULESETS = ("standard", "solo", "royale", "squad", "constrictor", "wrappe
 MOST_SIDE = 64  # the longest board side a request may name (4,096 cells)
 WARM = ((11, 8), (7, 8), (19, 8))  # boards (up to 8 snakes) compiled as a server starts
 MAX_BODY = 1 << 20  # bytes a request body may hold
-ENGINE_MOVES = ("up", "down", "left", "right")
 STEP = {"up": (0, 1), "down": (0, -1), "left": (-1, 0), "right": (1, 0)}
 
 

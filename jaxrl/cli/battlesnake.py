@@ -108,7 +108,7 @@ def run(argv: list[str]) -> int:
     if name == "play":
         return play_main(rest)
     if name != "replay":
-        raise UsageError(f"unknown command {name!r}: python -m jaxrl.battlesnake serve TARGET | replay FILE...")
+        raise UsageError(f"unknown command {name!r}: python -m jaxrl.battlesnake serve | play | replay ...")
     return replay_main(rest)
 
 
