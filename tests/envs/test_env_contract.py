@@ -259,3 +259,30 @@ def test_seat_and_person_hooks_answer_in_their_shapes_at_the_envs_table(name, kw
     assert alive.shape == (n,) and alive.dtype == jnp.bool_
     place = hook(table, "seat_placement")(at_table, jnp.zeros(n, jnp.float32))
     assert place.shape == (n,) and place.dtype == jnp.float32 and bool((place >= 1).all())
+
+
+@pytest.mark.parametrize("name,kwargs", [c for c in HOOK_CASES if c[0] == "arena"])
+def test_board_hooks_read_back_what_they_write(name, kwargs):
+    """An env that reads Battlesnake boards sees its own request of a state as that state (the same view for
+    `you`), and turns each engine move into the action that makes it."""
+    from jaxrl.envs.base import table_params
+
+    env, params = envs.make(name, **kwargs)
+    table = hook(env, "table")()
+    at_table = table_params(table, params)
+    state = table.reset_env(jax.random.key(5), at_table)[1]
+    for t in range(3):  # past the stacked start, whose heading (the view's turn) no board shows
+        moves = hook(table, "bot_actions")(jax.random.key(t), state, "greedy")
+        state = table.step_env(jax.random.key(t), state, moves, at_table)[1]
+    state = jax.device_get(state)
+    game = {"id": "g", "ruleset": {"name": "standard"}}
+    alive = np.flatnonzero(np.asarray(hook(table, "seat_alive")(state)))
+    assert alive.size, "a seat still in the game after 3 turns"
+    for seat in map(int, alive):
+        request = env.board_request(state, seat, game)
+        seen = env.board_game(request)
+        mine = hook(table, "seat_obs")(state)[seat]
+        np.testing.assert_array_equal(np.asarray(hook(seen["env"], "seat_obs")(seen["state"])[seen["seat"]]), mine)
+        for move in ("up", "down", "left", "right"):
+            action = env.board_action(state, seat, move)
+            assert env.board_move(state, seat, action) == move
