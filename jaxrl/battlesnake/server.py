@@ -423,7 +423,7 @@ def serve(
     boards compiled first (`warm`). Blocks until Ctrl-C unless `block=False` (then it serves from a thread and
     returns at once)."""
     from jaxrl import __version__
-    from jaxrl.play import LOCAL
+    from jaxrl.play import local_url
 
     who = player(target)
     snake = Snake(who, forget_s, workers=workers)
@@ -441,14 +441,8 @@ def serve(
         raise UsageError(f"port={port} on {host} cannot be used ({e.strerror or e}): give another port=") from None
     server.daemon_threads = True
     port = server.server_address[1]
-    url = f"http://{'127.0.0.1' if host in ('0.0.0.0', '') else host}:{port}"
+    url = local_url(host, port, "answers engines", "can make this machine play (it reads JSON, writes nothing)")
     say = (lambda *_: None) if quiet else (lambda line: print(line, flush=True))
-    if host not in LOCAL:
-        print(
-            f"warning: host={host} answers any engine that reaches port {port}: anyone on that network can make"
-            " this machine play (it reads only the game's JSON; nothing is written)",
-            file=sys.stderr,
-        )
     served = Served(url, port, snake, server)
     if warm:
         say(f"compiling {who.name}'s moves for the common boards ...")

@@ -21,6 +21,16 @@ from jaxrl.config.compose import UsageError
 LOCAL = ("127.0.0.1", "localhost", "::1")
 
 
+def local_url(host: str, port: int, serves: str, exposes: str) -> str:
+    """The URL a server on host:port is reached at from this machine; on a host beyond it, a warning (stderr):
+    it `serves` beyond this machine, and anyone who reaches the port `exposes` (what they can do)."""
+    if host not in LOCAL:
+        line = f"warning: host={host} {serves} beyond this machine: anyone who reaches port {port} {exposes}"
+        print(line, file=sys.stderr)
+    shown = f"[{host}]" if ":" in host else host
+    return f"http://{'127.0.0.1' if host in ('0.0.0.0', '') else shown}:{port}"
+
+
 def require_play_extra() -> None:
     """UsageError, one line, when the `[play]` extra is not installed."""
     missing = []
@@ -184,14 +194,7 @@ def serve(
     ws = "websockets-sansio" if "websockets-sansio" in WS_PROTOCOLS else "websockets"  # the newer, where there is one
     config = uvicorn.Config(app.app, log_level="warning", lifespan="off", ws=ws)
     server = uvicorn.Server(config)
-    shown = f"[{host}]" if ":" in host else host
-    url = f"http://{'127.0.0.1' if host in ('0.0.0.0', '') else shown}:{port}/"
-    if host not in LOCAL:
-        print(
-            f"warning: host={host} serves this page beyond this machine: anyone who reaches port {port} can play"
-            " and save games here",
-            file=sys.stderr,
-        )
+    url = local_url(host, port, "serves this page", "can play and save games here") + "/"
     served = Served(url, port, app, server)
     if block:
         say(f"play {table.label} at {url}  (Ctrl-C stops it)")

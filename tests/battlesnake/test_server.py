@@ -191,3 +191,13 @@ def test_a_run_is_served_at_the_checkpoint_named(tmp_path):
         served.stop()
     with pytest.raises(UsageError, match="@999"):
         serve(f"{run}@999", port=0, block=False, quiet=True, warm=False)
+
+
+def test_a_host_beyond_this_machine_is_said(capsys):
+    served = serve("greedy", port=0, host="0.0.0.0", block=False, quiet=True, warm=False)
+    try:
+        assert served.url.startswith("http://127.0.0.1:")
+        assert post(served, "/move", requests()[0])[0] == 200
+    finally:
+        served.stop()
+    assert "warning: host=0.0.0.0 answers engines beyond this machine" in capsys.readouterr().err
