@@ -412,7 +412,7 @@ class Arena(Env):
             "food": [point(c) for c in np.flatnonzero(np.asarray(state.food))],
             "hazards": [point(c) for c in np.flatnonzero(np.asarray(state.hazard))],
         }
-        you = next(s for s in snakes if s["id"] == f"s{seat}")
+        you = next((s for s in snakes if s["id"] == f"s{seat}"), None)  # None once the seat is out
         return {"game": game, "turn": int(np.asarray(state.time)), "board": board, "you": you}
 
     def board_move(self, state: EnvState, seat: int, action: int) -> str:

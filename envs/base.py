@@ -253,8 +253,8 @@ class Env(environment.Environment):
     @absent
     def board_request(self, state: Any, seat: int, game: dict[str, Any]) -> dict[str, Any]:
         """A concrete state as the Battlesnake API v1 request body the engine would send `seat` (`game`: the
-        request's game object; the inverse of `board_game`): jaxrl as the host of games between HTTP snakes,
-        the server's bench. Default: none."""
+        request's game object; `you` is None once the seat is out; the inverse of `board_game`): jaxrl as the
+        host of games between HTTP snakes, the server's bench. Default: none."""
 
     @absent
     def board_move(self, state: Any, seat: int, action: int) -> str:

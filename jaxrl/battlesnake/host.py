@@ -100,13 +100,13 @@ def play_game(
     asked: dict[int, dict[str, Any]] = {}
     last_you: dict[str, Any] | None = None
     concrete = jax.device_get(state)
-    alive = lambda c: [k for k in range(n) if bool(np.asarray(c.alive)[k])]
+    alive = lambda c: [int(k) for k in np.flatnonzero(np.asarray(hook(env, "seat_alive")(c)))]
     with ThreadPoolExecutor(max_workers=n) as pool:
         list(pool.map(lambda k: players[k].start(request(concrete, k)), alive(concrete)))
         over, turns = False, 0
         while True:
             live = alive(concrete)
-            lines.append(request(concrete, live[0]) if live else {**request_any(env, concrete, game), "you": last_you})
+            lines.append(request(concrete, live[0]) if live else {**request(concrete, 0), "you": last_you})
             if over or not live or turns >= MAX_TURNS:
                 break
             asked = {k: request(concrete, k) for k in live}
@@ -139,20 +139,6 @@ def play_game(
         log.parent.mkdir(parents=True, exist_ok=True)
         log.write_text("".join(json.dumps(line) + "\n" for line in lines))
     return {"winner": winner, "turns": turns, "alive": winners}
-
-
-def request_any(env: Any, concrete: Any, game: dict[str, Any]) -> dict[str, Any]:
-    """A turn line for a board with no snake left: the board alone (the CLI writes it so too)."""
-    n = env.size
-    point = lambda cell: {"x": int(cell) % n, "y": n - 1 - int(cell) // n}
-    board = {
-        "height": n,
-        "width": n,
-        "snakes": [],
-        "food": [point(c) for c in np.flatnonzero(np.asarray(concrete.food))],
-        "hazards": [point(c) for c in np.flatnonzero(np.asarray(concrete.hazard))],
-    }
-    return {"game": game, "turn": int(np.asarray(concrete.time)), "board": board}
 
 
 def play(

@@ -33,6 +33,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from jaxrl.battlesnake.cli_log import STEPS
 from jaxrl.config.compose import UsageError
 from jaxrl.envs.base import hook, offers, table_params
 
@@ -42,7 +43,6 @@ ENGINE_RULESETS = ("standard", "solo", "royale", "squad", "constrictor", "wrappe
 MOST_SIDE = 64  # the longest board side a request may name (4,096 cells)
 WARM = ((11, 8), (7, 8), (19, 8))  # boards (up to 8 snakes) compiled as a server starts
 MAX_BODY = 1 << 20  # bytes a request body may hold
-STEP = {"up": (0, 1), "down": (0, -1), "left": (-1, 0), "right": (1, 0)}
 
 
 class BadRequest(ValueError):
@@ -225,9 +225,9 @@ def safe_move(request: dict[str, Any]) -> str:
     for s in board["snakes"]:
         if s["id"] != you["id"] and len(s["body"]) >= len(you["body"]):
             x, y = int(s["body"][0]["x"]), int(s["body"][0]["y"])
-            danger.update((x + dx, y + dy) for dx, dy in STEP.values())
+            danger.update((x + dx, y + dy) for dx, dy in STEPS.values())
     ranked = []
-    for move, (dx, dy) in STEP.items():
+    for move, (dx, dy) in STEPS.items():
         x, y = int(head["x"]) + dx, int(head["y"]) + dy
         if wrapped:
             x, y = x % width, y % height
