@@ -381,7 +381,7 @@ class Arena(Env):
         dc = -1 if dc == size - 1 else 1 if dc == 1 - size else dc
         return {(-1, 0): 0, (0, 1): 1, (1, 0): 2, (0, -1): 3}.get((dr, dc), 0)
 
-    def board_request(self, state: EnvState, seat: int, game: dict) -> dict:
+    def board_request(self, state: EnvState, seat: int, game: dict, names: list[str] | None = None) -> dict:
         n = self.size
         owner, life = np.asarray(state.owner), np.asarray(state.life)
         point = lambda cell: {"x": int(cell) % n, "y": n - 1 - int(cell) // n}
@@ -396,7 +396,7 @@ class Arena(Env):
             snakes.append(
                 {
                     "id": f"s{k}",
-                    "name": f"s{k}",
+                    "name": names[k] if names else f"s{k}",
                     "health": int(np.asarray(state.health)[k]),
                     "body": body,
                     "head": body[0],
@@ -413,7 +413,23 @@ class Arena(Env):
             "hazards": [point(c) for c in np.flatnonzero(np.asarray(state.hazard))],
         }
         you = next((s for s in snakes if s["id"] == f"s{seat}"), None)  # None once the seat is out
-        return {"game": game, "turn": int(np.asarray(state.time)), "board": board, "you": you}
+        return {"game": self._board_game_object(game), "turn": int(np.asarray(state.time)), "board": board, "you": you}
+
+    def _board_game_object(self, game: dict) -> dict:
+        """A request's game object with the ruleset (its settings as the engine names them) and map played."""
+        params = self.default_params
+        settings = {
+            "foodSpawnChance": int(params.food_chance),
+            "minimumFood": int(params.min_food),
+            "hazardDamagePerTurn": int(params.hazard_damage),
+            "royale": {"shrinkEveryNTurns": int(params.shrink_every)},
+        }
+        return {
+            "id": game.get("id", ""),
+            "ruleset": game.get("ruleset") or {"name": self.ruleset, "version": "jaxrl", "settings": settings},
+            "map": game.get("map") or ("royale" if self.ruleset == "royale" else "standard"),
+            **{k: v for k, v in game.items() if k not in ("id", "ruleset", "map")},
+        }
 
     def board_move(self, state: EnvState, seat: int, action: int) -> str:
         heading = int(np.asarray(state.heading)[seat])

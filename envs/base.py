@@ -251,10 +251,13 @@ class Env(environment.Environment):
         (jaxrl/battlesnake/server.py). Default: none."""
 
     @absent
-    def board_request(self, state: Any, seat: int, game: dict[str, Any]) -> dict[str, Any]:
-        """A concrete state as the Battlesnake API v1 request body the engine would send `seat` (`game`: the
-        request's game object; `you` is None once the seat is out; the inverse of `board_game`): jaxrl as the
-        host of games between HTTP snakes, the server's bench. Default: none."""
+    def board_request(
+        self, state: Any, seat: int, game: dict[str, Any], names: list[str] | None = None
+    ) -> dict[str, Any]:
+        """A concrete state as the Battlesnake API v1 request body the engine would send `seat` (the inverse of
+        `board_game`; `you` is None once the seat is out). `game` is the request's game object (id, timeout),
+        which the env completes with the ruleset and map it plays; `names`, each seat's snake name. jaxrl as the
+        host of games with HTTP snakes (trained/hosted.py), the server's bench. Default: none."""
 
     @absent
     def board_move(self, state: Any, seat: int, action: int) -> str:

@@ -10,8 +10,11 @@ into one's own neck. A board the env cannot play as the engine does (a rectangul
 safe move by a plain rule instead, with a warning in the server's log and in the move's `shout`.
 
 One server plays many games at once, told apart by their game ids; a game's state (a recurrent policy's
-memory) is kept from `/start` to `/end`, or until `forget_s` seconds pass without a request. `/start`
-compiles the game's board size and snake count, so its first `/move` is answered at full speed.
+memory) is kept from `/start` to `/end`, or until `forget_s` seconds pass without a request. Each board the env
+makes of a request (its size, seats and ruleset) is compiled once, one compile at a time, while moves on boards
+already compiled go on: `warm` compiles the common boards (7x7, 11x11, 19x19) of every ruleset as the server
+starts, `/start` compiles a game's board, and past `most_boards` boards a new one gets safe moves by rule (a
+server others can reach cannot be made to compile without end).
 
 Bad requests get a 4xx with one line (a body that is not JSON, missing fields, a board out of range, a point
 off the board, a snake with no body, a ruleset the env does not play, a body over 1 MB) and the server goes on.
@@ -35,13 +38,14 @@ import numpy as np
 
 from jaxrl.battlesnake.cli_log import STEPS
 from jaxrl.config.compose import UsageError
-from jaxrl.envs.base import hook, offers, table_params
+from jaxrl.envs.base import hook, offers
 
 API_VERSION = "1"
 # The engine's rulesets: a request naming another is refused; one the env does not play gets safe moves by rule.
 ENGINE_RULESETS = ("standard", "solo", "royale", "squad", "constrictor", "wrapped", "wrapped_constrictor")
 MOST_SIDE = 64  # the longest board side a request may name (4,096 cells)
-WARM = ((11, 8), (7, 8), (19, 8))  # boards (up to 8 snakes) compiled as a server starts
+WARM_SIDES = (11, 7, 19)  # the engine's board sizes compiled as a server starts (for up to 8 snakes)
+MOST_BOARDS = 64  # boards a server compiles at most
 MAX_BODY = 1 << 20  # bytes a request body may hold
 
 
@@ -95,13 +99,16 @@ def player(target: str) -> Player:
 
 
 class Snake:
-    """The games one server plays: each game's env, compiled step and memory, by game id."""
+    """The games one server plays: each game's memory by game id and snake, and each board's compiled step."""
 
-    def __init__(self, who: Player, forget_s: float = 600.0, seed: int = 0, workers: int = 4):
-        self.who, self.forget_s = who, forget_s
+    def __init__(
+        self, who: Player, forget_s: float = 600.0, seed: int = 0, workers: int = 4, most_boards: int = MOST_BOARDS
+    ):
+        self.who, self.forget_s, self.most_boards = who, forget_s, most_boards
         self.gate = threading.BoundedSemaphore(workers)  # moves computed at once; the other requests wait
-        self.games: dict[str, dict[str, Any]] = {}
+        self.games: dict[tuple[str, str], dict[str, Any]] = {}
         self.lock = threading.Lock()
+        self.compiling = threading.Lock()  # one compile at a time: moves on compiled boards go on meanwhile
         self.key = jax.random.key(seed)
         self._compiled: dict[tuple, Any] = {}
         self.warnings: list[str] = []
@@ -118,28 +125,41 @@ class Snake:
         except ValueError as e:
             return self._fallback(request, game, str(e))
         table, state, seat, allowed = seen["env"], seen["state"], int(seen["seat"]), np.asarray(seen["allowed"])
-        numbers, game["carry"] = self._numbers(table, state, seat, game.get("carry"))
+        agent = self.who.agent
+        carry = game.get("carry")
+        if carry is None and agent is not None:
+            carry = agent.initial_carry(1)
+        with self.lock:
+            self.key, key = jax.random.split(self.key)
+        args = (agent.params if agent is not None else None, carry, state, jnp.int32(seat), key)
+        step = self._step(table, args)
+        if step is None:
+            why = f"this server compiled its {self.most_boards} boards (most_boards=) and plays no new one"
+            return self._fallback(request, game, why)
+        numbers, game["carry"] = step(*args)
         numbers = np.where(allowed, np.asarray(numbers, np.float64), -np.inf)
         action = int(np.argmax(numbers))
         shout = "" if seen.get("exact", True) else "jaxrl: this board is not played exactly as the engine plays it"
         return {"move": table.board_move(state, seat, action), "shout": shout}
 
-    def _numbers(self, table: Any, state: Any, seat: int, carry: Any) -> tuple[np.ndarray, Any]:
-        """The policy's numbers per action at `seat` (a bot: 1 on its move), and the game's new memory."""
-        step = self._step(table)
-        with self.lock:
-            self.key, key = jax.random.split(self.key)
-        agent = self.who.agent
-        params = agent.params if agent is not None else None
-        if carry is None and agent is not None:
-            carry = agent.initial_carry(1)
-        numbers, carry = step(params, carry, state, jnp.int32(seat), key)
-        return np.asarray(numbers), carry
+    def _step(self, table: Any, args: tuple) -> Any:
+        """The compiled (params, carry, state, seat, key) -> (numbers per action, carry) of a board's env,
+        compiled at its first request (None past `most_boards`)."""
+        signature = program_of(table)
+        found = self._compiled.get(signature)
+        if found is not None:
+            return found
+        with self.compiling:
+            found = self._compiled.get(signature)  # compiled while this request waited
+            if found is None and len(self._compiled) < self.most_boards:
+                found = jax.jit(self._program(table)).lower(*args).compile()
+                with self.lock:
+                    self._compiled[signature] = found
+        return found
 
-    def _step(self, table: Any) -> Any:
-        """The compiled (params, carry, state, seat, key) -> (numbers, carry) of a board's env (one per board
-        size, snake count and ruleset)."""
-        signature = tuple(getattr(table, k, None) for k in ("size", "num_snakes", "ruleset", "view"))
+    def _program(self, table: Any) -> Any:
+        """A board's (params, carry, state, seat, key) -> (numbers, carry): the bot's move as 1, or the policy's
+        numbers for the seat and its memory carried on."""
         agent, bot = self.who.agent, self.who.bot
 
         def step(params, carry, state, seat, key):
@@ -153,8 +173,7 @@ class Snake:
                 carry, _ = agent.act(params, carry, mine, key)
             return numbers.reshape(-1, table.num_actions)[0].astype(jnp.float32), carry
 
-        with self.lock:  # one compiled step per board, however many games ask for it at once
-            return self._compiled.setdefault(signature, jax.jit(step))
+        return step
 
     def _fallback(self, request: dict[str, Any], game: dict[str, Any], why: str) -> dict[str, Any]:
         """A safe move by a plain rule for a board the env cannot play (said once per game in the log)."""
@@ -176,17 +195,21 @@ class Snake:
             game["seen"] = now
         return game
 
-    def warm(self, boards: tuple[tuple[int, int], ...] = WARM) -> None:
-        """Compile the standard ruleset's step for `boards` ((size, snakes) pairs) before any game asks."""
-        from jaxrl.battlesnake import arena_class
-
-        view = getattr(self.who.env, "view", 3)
-        for size, seats in boards:
-            table = arena_class()(size=size, num_snakes=seats, num_agents=1, view=view)
-            state = table.reset_env(jax.random.key(0), table_params(table, table.default_params))[1]
-            carry = self.who.agent.initial_carry(1) if self.who.agent is not None else None
-            params = self.who.agent.params if self.who.agent is not None else None
-            jax.block_until_ready(self._step(table)(params, carry, state, jnp.int32(0), jax.random.key(0)))
+    def warm(self, rulesets: tuple[str, ...] = ("standard",), sides: tuple[int, ...] = WARM_SIDES) -> list[str]:
+        """Compile the boards of `rulesets` on `sides` (up to 8 snakes) before any game asks; the rulesets the
+        env could not play (a safe move by rule answers those)."""
+        unplayed = []
+        for ruleset in rulesets:
+            for side in sides:
+                request = board_example(side, ruleset)
+                try:
+                    self.who.env.board_game(request)
+                except ValueError:
+                    unplayed.append(ruleset)
+                    break
+                self.move(request)
+                self.end(request)
+        return unplayed
 
     def start(self, request: dict[str, Any]) -> None:
         """A new game: its memory fresh, its board compiled (a move is computed and thrown away)."""
@@ -201,6 +224,30 @@ class Snake:
         """A game over: forgotten (the engine's /end may name a snake that is out, or no snake at all)."""
         with self.lock:
             self.games.pop(game_key(request), None)
+
+
+def program_of(env: Any) -> tuple:
+    """What tells one env's compiled step from another's: its class and its public settings (size, seats,
+    ruleset, view, ...), the plain values among its attributes."""
+    plain = (bool, int, float, str, type(None))
+    settings = sorted((k, v) for k, v in vars(env).items() if not k.startswith("_") and isinstance(v, plain))
+    return type(env).__module__, type(env).__qualname__, tuple(settings)
+
+
+def board_example(side: int, ruleset: str, snakes: int = 2) -> dict[str, Any]:
+    """A `/move` body of `snakes` new snakes (three stacked segments, apart) on a side x side board under
+    `ruleset`: what a server compiles before the engine asks."""
+    cells = [(x, y) for y in range(1, side, 2) for x in range(1, side, 2)][:snakes]
+    bodies = [
+        {"id": f"warm-{i}", "name": f"warm-{i}", "health": 100, "body": [{"x": x, "y": y}] * 3, "length": 3}
+        for i, (x, y) in enumerate(cells)
+    ]
+    return {
+        "game": {"id": f"warm-{side}-{ruleset}", "ruleset": {"name": ruleset, "version": "jaxrl"}, "timeout": 500},
+        "turn": 0,
+        "board": {"width": side, "height": side, "food": [], "hazards": [], "snakes": bodies},
+        "you": bodies[0],
+    }
 
 
 def game_key(request: dict[str, Any]) -> tuple[str, str]:
@@ -415,18 +462,29 @@ def serve(
     tail: str = "default",
     workers: int = 4,
     forget_s: float = 600.0,
-    warm: bool = True,
+    warm: tuple[str, ...] | str = "all",
+    most_boards: int = MOST_BOARDS,
+    compile_cache: str | None = None,
     block: bool = True,
     quiet: bool = False,
 ) -> Served:
     """Serve `target` (a run directory, pretrained:NAME or a bot kind) on host:port (0: a free port), the common
-    boards compiled first (`warm`). Blocks until Ctrl-C unless `block=False` (then it serves from a thread and
-    returns at once)."""
+    boards of the `warm` rulesets ("all": every one the engine has; "none") compiled first, at most `most_boards`
+    boards in all, kept in jax's persistent cache at `compile_cache` when given (a restart loads them). Blocks
+    until Ctrl-C unless `block=False` (then it serves from a thread and returns at once)."""
     from jaxrl import __version__
     from jaxrl.play import local_url
 
+    rulesets = warm_rulesets(warm)
+    if compile_cache:
+        from jaxrl.run.compiling import use_persistent_cache
+
+        try:
+            use_persistent_cache(compile_cache)
+        except ValueError as e:  # ConfigError: a directory it cannot make
+            raise UsageError(str(e)) from None
     who = player(target)
-    snake = Snake(who, forget_s, workers=workers)
+    snake = Snake(who, forget_s, workers=workers, most_boards=most_boards)
     info = {
         "apiversion": API_VERSION,
         "author": "jaxrl",
@@ -444,9 +502,14 @@ def serve(
     url = local_url(host, port, "answers engines", "can make this machine play (it reads JSON, writes nothing)")
     say = (lambda *_: None) if quiet else (lambda line: print(line, flush=True))
     served = Served(url, port, snake, server)
-    if warm:
-        say(f"compiling {who.name}'s moves for the common boards ...")
-        snake.warm()
+    if rulesets:
+        t0 = time.perf_counter()
+        sides = ", ".join(f"{n}x{n}" for n in sorted(WARM_SIDES))
+        say(f"compiling {who.name}'s moves on {len(WARM_SIDES)} board sizes under {', '.join(rulesets)} ...")
+        unplayed = snake.warm(rulesets)
+        if unplayed:
+            say(f"  {', '.join(unplayed)}: not played by {who.env.name}; such games get safe moves by rule")
+        say(f"  compiled {len(snake._compiled)} boards ({sides}) in {time.perf_counter() - t0:.0f} s")
     if block:
         say(f"serving {who.name} as a Battlesnake at {url}  (Ctrl-C stops it)")
         try:
@@ -458,3 +521,16 @@ def serve(
     served.thread.start()
     say(f"serving {who.name} as a Battlesnake at {url}")
     return served
+
+
+def warm_rulesets(warm: tuple[str, ...] | str | bool) -> tuple[str, ...]:
+    """The rulesets `warm=` names: a comma list of the engine's, "all" (True) or "none" (False); UsageError
+    otherwise."""
+    if isinstance(warm, bool) or warm in ("all", "none"):
+        return ENGINE_RULESETS if warm in (True, "all") else ()
+    names = tuple(n for n in warm.split(",") if n) if isinstance(warm, str) else tuple(warm)
+    unknown = [n for n in names if n not in ENGINE_RULESETS]
+    if unknown:
+        allowed = ", ".join(ENGINE_RULESETS)
+        raise UsageError(f"warm={unknown[0]} is invalid: allowed all, none or a comma list of {allowed}")
+    return names

@@ -10,6 +10,7 @@ from jaxrl.config.compose import UsageError
 
 USAGE = """usage: python -m jaxrl.battlesnake serve TARGET [port=8000] [host=127.0.0.1] [color=#3cdc5a]
                                  [head=default] [tail=default] [workers=4] [forget_s=600]
+                                 [warm=all] [most_boards=64] [compile_cache=PATH]
        python -m jaxrl.battlesnake play TARGET TARGET ... [games=1] [ruleset=standard] [size=11]
                                  [timeout=500] [seed=0] [out=battlesnake-games]
        python -m jaxrl.battlesnake replay FILE [FILE ...] [boards=3]
@@ -20,7 +21,10 @@ Battlesnake API v1 (GET /, POST /start, /move, /end) for any engine, the officia
 `battlesnake play --url http://127.0.0.1:8000` included. Each /move is the policy's greedy move on the
 request's board and ruleset, as the run's own view sees it. It binds 127.0.0.1 unless host= says otherwise
 (host=0.0.0.0 lets any machine that reaches the port make this one play). workers= requests answered at
-once; forget_s= seconds after which a game with no request is forgotten. docs/battlesnake.md.
+once; forget_s= seconds after which a game with no request is forgotten. warm= the rulesets whose 7x7, 11x11
+and 19x19 boards are compiled before it serves (a comma list, all or none; another board compiles at a game's
+/start); most_boards= boards it compiles at most (past them, a new board gets safe moves by rule);
+compile_cache= keeps the compiled boards on disk for the next start. docs/battlesnake.md.
 
 play: jaxrl hosts games under the engine's rules between any mix of HTTP snakes (http://host:port), runs,
 pretrained:NAME and bots (greedy, random_safe); seats rotate game by game. An HTTP snake gets /start, /move and
@@ -112,8 +116,19 @@ def run(argv: list[str]) -> int:
     return replay_main(rest)
 
 
-SERVE = {"port": 8000, "host": "127.0.0.1", "color": "#3cdc5a", "head": "default", "tail": "default", "workers": 4}
-SERVE_NUMBERS = {"port": (0, 65535), "workers": (1, 256), "forget_s": (1, 86400)}
+SERVE = {
+    "port": 8000,
+    "host": "127.0.0.1",
+    "color": "#3cdc5a",
+    "head": "default",
+    "tail": "default",
+    "workers": 4,
+    "forget_s": 600,
+    "warm": "all",
+    "most_boards": 64,
+    "compile_cache": "",
+}
+SERVE_NUMBERS = {"port": (0, 65535), "workers": (1, 256), "forget_s": (1, 86400), "most_boards": (1, 4096)}
 
 
 PLAY = {"games": 1, "ruleset": "standard", "size": 11, "timeout": 500, "seed": 0, "out": "battlesnake-games"}
@@ -166,7 +181,7 @@ def serve_main(argv: list[str]) -> int:
     if len(plain) != 1:
         got = " ".join(plain) or "none"
         raise UsageError(f"serve takes one TARGET, got {got} (python -m jaxrl.battlesnake --help)")
-    settings: dict = dict(SERVE, forget_s=600)
+    settings: dict = dict(SERVE)
     for item in argv:
         key, eq, value = item.partition("=")
         if not eq:

@@ -26,7 +26,7 @@ import numpy as np
 
 from jaxrl.config.compose import UsageError
 from jaxrl.envs.base import hook, offers, table_params
-from jaxrl.trained.http import TIMEOUT_MS, HttpSnake, is_url
+from jaxrl.trained.http import TIMEOUT_MS, HttpSnake, is_url, latency_line
 
 
 @dataclasses.dataclass(frozen=True)
@@ -41,7 +41,8 @@ class Player:
     run_dir: str | None = None
     step: int | None = None  # checkpoint (env steps per seed)
     train_s: float | None = None  # training seconds at that checkpoint
-    url: str | None = None  # an HTTP snake's address (Battlesnake API v1): `trained/http.py` asks it
+    url: str | None = None  # an HTTP snake's address (Battlesnake API v1)
+    asked: Any = None  # the HTTP snake at `url` (`trained/http.py`): its answers add up over the games it plays
 
 
 def bot(kind: str) -> Player:
@@ -65,8 +66,7 @@ def player(spec: Any, load: Any, flag: str = "vs", bots: tuple[str, ...] = ()) -
     if isinstance(spec, Player):
         return spec
     if is_url(spec):
-        HttpSnake(spec, TIMEOUT_MS)  # UsageError for an address it cannot ask
-        return Player(name=spec, url=spec)
+        return Player(name=spec, url=spec, asked=HttpSnake(spec, TIMEOUT_MS))  # UsageError: an address it cannot ask
     step = None
     if hasattr(spec, "policy_of") and hasattr(spec, "restore"):  # a Run
         run = spec
@@ -210,8 +210,10 @@ def play_pair(
     """`games` games of `a` against `b` (seats rotated; two bots at `host`'s table); wins, draws, placements."""
     rules, params, mine, steps = _table(a, b, games, max_steps, host)
     if a.url or b.url:
+        marks = {p.name: p.asked.answers.mark() for p in (a, b) if p.asked is not None}
         out = hosted_games(rules, params, a, b, np.asarray(mine), steps, seed)
-        return _pair_result(a, b, games, seed, out)
+        latency = {p.name: p.asked.answers.summary(marks[p.name]) for p in (a, b) if p.asked is not None}
+        return {**_pair_result(a, b, games, seed, out), "latency": latency}
 
     def run(key: jax.Array, weights: Any, params: Any, mine: jax.Array) -> dict[str, jax.Array]:
         start, advance, finish = _game(rules, params, a, b, weights, mine, games, steps)
@@ -293,65 +295,32 @@ def _captioned(rules: Any, frames: Any, states: list, side_of: np.ndarray, out: 
 def hosted_games(
     rules: Any, params: Any, a: Player, b: Player, mine: np.ndarray, steps: int, seed: int, record: bool = False
 ) -> dict[str, Any]:
-    """Games of a pair with an HTTP snake in it, stepped on the host (the snake answers between steps) by the
-    same rules, seats and end as the compiled games: a_won, b_won, over, length, a_place, b_place per game
-    (and each turn's frames and states when `record`). An HTTP snake's late, failed or invalid answer repeats
-    its last move, as the engine does."""
+    """Games of a pair with an HTTP snake in it, stepped on the host (`trained/hosted.py`: the snake answers
+    between steps, as the engine asks it) by the same rules, seats and end as the compiled games: a_won, b_won,
+    over, length, a_place, b_place per game (and each turn's frames and states when `record`)."""
     from concurrent.futures import ThreadPoolExecutor
 
+    from jaxrl.trained.hosted import Host
+
     games, seats = mine.shape
-    step = jax.jit(lambda k, s, act: rules.step_env(k, s, act, params)[1:4])
-    reset = jax.jit(lambda k: rules.reset_env(k, params)[1])
-    alive_of = jax.jit(hook(rules, "seat_alive"))
-    place_of = jax.jit(hook(rules, "seat_placement"))
-    act_of = {id(p): _host_actions(p, rules, seats) for p in (a, b)}
-    game_of = {"id": "", "ruleset": {"name": getattr(rules, "ruleset", "standard"), "version": "jaxrl"}, "timeout": 500}
+    host = Host(rules, params)
+    side_a, side_b = _hosted_player(a, rules, seats), _hosted_player(b, rules, seats)
 
     def one(g: int) -> dict[str, Any]:
-        key = jax.random.fold_in(jax.random.key(seed), g)
-        key, reset_key = jax.random.split(key)
-        state, game = reset(reset_key), {**game_of, "id": f"jaxrl-h2h-{seed}-{g}"}
-        carries = {id(p): (p.policy.initial_carry(seats) if p.policy is not None else None) for p in (a, b)}
-        last = ["up"] * seats
-        returns, length, frames, states = np.zeros(seats, np.float32), 0, [], []
-        for p in (a, b):
-            if p.url is not None:
-                concrete = jax.device_get(state)
-                for k in np.flatnonzero(np.asarray(alive_of(state)) & ((mine[g]) == (p is a))):
-                    p_http(p).start(hook(rules, "board_request")(concrete, int(k), game))
-        for t in range(steps):
-            if record:
-                frames.append(np.asarray(rules.render_rgb(state)))
-                states.append(jax.device_get(state))
-            key, ka, kb, ks = jax.random.split(key, 4)
-            chosen = []
-            for p, k_p in ((a, ka), (b, kb)):
-                carries[id(p)], act = act_of[id(p)](state, carries[id(p)], k_p, game, last, mine[g] == (p is a))
-                chosen.append(np.asarray(act))
-            action = np.where(mine[g], chosen[0], chosen[1]).astype(np.int32)
-            state, reward, terminated = step(ks, state, jnp.asarray(action))
-            returns += np.asarray(reward, np.float32).reshape(seats)
-            length += 1
-            alive = np.asarray(alive_of(state))
-            if not alive[mine[g]].any() or not alive[~mine[g]].any() or bool(terminated):
-                break
-        if record:
-            frames.append(np.asarray(rules.render_rgb(state)))
-            states.append(jax.device_get(state))
-        for p in (a, b):
-            if p.url is not None:
-                p_http(p).end(_last_request(rules, state, mine[g] == (p is a), game))
-        place = np.asarray(place_of(state, jnp.asarray(returns)))
+        holders = [side_a if mine[g, k] else side_b for k in range(seats)]
+        game = {"id": f"jaxrl-h2h-{seed}-{g}", "timeout": TIMEOUT_MS}
+        played = host.play(holders, jax.random.fold_in(jax.random.key(seed), g), steps, game, record=record)
+        place = played["place"]
         best = lambda m: place[m].min() if m.any() else np.inf
         out = {
             "a_won": best(mine[g]) < best(~mine[g]),
             "b_won": best(~mine[g]) < best(mine[g]),
             "over": True,
-            "length": length,
+            "length": played["length"],
             "a_place": place[mine[g]].mean(),
             "b_place": place[~mine[g]].mean(),
         }
-        return {**out, "frames": frames, "states": states} if record else out
+        return {**out, "frames": played["frames"], "states": played["states"]} if record else out
 
     with ThreadPoolExecutor(max_workers=min(games, 8)) as pool:
         played = list(pool.map(one, range(games)))
@@ -360,47 +329,20 @@ def hosted_games(
     return {k: np.array([r[k] for r in played]) for k in ("a_won", "b_won", "over", "length", "a_place", "b_place")}
 
 
-def _last_request(rules: Any, state: Any, side: np.ndarray, game: dict[str, Any]) -> dict[str, Any]:
-    """The `/end` body of a side: the board as one of its seats sees it (any seat's once it has none left)."""
-    alive = np.asarray(hook(rules, "seat_alive")(state))
-    seats = np.flatnonzero(alive & side) if (alive & side).any() else np.flatnonzero(alive)
-    if not seats.size:
-        return {"game": game}
-    return hook(rules, "board_request")(jax.device_get(state), int(seats[0]), game)
+def _hosted_player(p: Player, rules: Any, seats: int) -> Any:
+    """Player `p` at a hosted table: its HTTP snake, asked seat by seat, or a `Compiled` acting in every seat
+    (a run's policy as it sees the table, a bot)."""
+    from jaxrl.trained.hosted import Compiled
 
-
-_HTTP: dict[str, Any] = {}  # one HttpSnake per address: its answers' times add up over a rating
-
-
-def p_http(p: Player) -> Any:
-    if p.url not in _HTTP:
-        _HTTP[p.url] = HttpSnake(p.url, TIMEOUT_MS)
-    return _HTTP[p.url]
-
-
-def _host_actions(p: Player, rules: Any, seats: int):
-    """`(state, carry, key, game, last, mine) -> (carry, (seats,) actions)` of player `p` for one game on the
-    host: a run's policy and a bot compiled, an HTTP snake asked for each of its live seats (`mine`)."""
-    if p.url is not None:
-        snake = p_http(p)
-
-        def ask(state, carry, key, game, last, mine):
-            concrete = jax.device_get(state)
-            alive = np.asarray(hook(rules, "seat_alive")(state))
-            actions = np.ones(seats, np.int32)
-            for k in np.flatnonzero(alive & mine):
-                move = snake.move(hook(rules, "board_request")(concrete, int(k), game))
-                last[k] = move or last[k]
-                actions[k] = hook(rules, "board_action")(concrete, int(k), last[k])
-            return carry, actions
-
-        return ask
+    if p.asked is not None:
+        return p.asked
     if p.bot is not None:
         bot = jax.jit(lambda key, state: hook(rules, "bot_actions")(key, state, p.bot))
-        return lambda state, carry, key, game, last, mine: (carry, bot(key, state))
+        return Compiled(p.name, lambda state, carry, key: (carry, bot(key, state)))
     eyes = hook(p.env, "table")(seats)
     policy = jax.jit(lambda w, c, s, k: p.policy.apply(w, c, hook(eyes, "seat_obs")(s), k))
-    return lambda state, carry, key, game, last, mine: policy(p.policy.params, carry, state, key)
+    act = lambda state, carry, key: policy(p.policy.params, carry, state, key)
+    return Compiled(p.name, act, p.policy.initial_carry(seats))
 
 
 def _weights(a: Player, b: Player) -> tuple[Any, Any]:
@@ -534,5 +476,8 @@ def report(result: dict[str, Any]) -> None:
             f"  {p['b']:<{width}}  {p['a_wins'] / n:>6.1%} {p['draws'] / n:>6.1%} {p['b_wins'] / n:>6.1%}"
             f" {p['a_score']:>6.3f}  {p['a_placement']:.2f} / {p['b_placement']:.2f}"
         )
+    for p in result["pairs"]:
+        for name, summary in p.get("latency", {}).items():
+            print(f"  {name} answered {summary['answered']} moves: {latency_line(summary)}")
     if result.get("replay"):
         print(f"replay of one game against {result['pairs'][-1]['b']}: {result['replay']}")

@@ -1,20 +1,25 @@
 """A player behind HTTP: a Battlesnake API v1 server (anyone's snake), asked as the engine asks it. Head to head,
 ratings (`trained/headtohead.py`) and jaxrl's game host (`battlesnake/host.py`) seat it like any other player,
-through the env's `board_request` and `board_action` hooks."""
+through `trained/hosted.py` and the env's `board_request` and `board_action` hooks."""
 
 from __future__ import annotations
 
 import dataclasses
 import http.client
 import json
+import socket
+import threading
 import time
 import urllib.parse
 from typing import Any
+
+import numpy as np
 
 from jaxrl.config.compose import UsageError
 
 ENGINE_MOVES = ("up", "down", "left", "right")
 TIMEOUT_MS = 500  # the engine's default wait for a move
+MOST_ANSWER = 1 << 16  # bytes read of an answer: a move and a shout fit many times over
 
 
 def is_url(text: Any) -> bool:
@@ -29,6 +34,34 @@ class Answers:
     late: int = 0
     failed: int = 0
     invalid: int = 0
+
+    def mark(self) -> tuple[int, int, int, int]:
+        """Where the answers stand now, to summarize what comes after (`summary(since=)`)."""
+        return len(self.times), self.late, self.failed, self.invalid
+
+    def summary(self, since: tuple[int, int, int, int] = (0, 0, 0, 0)) -> dict[str, Any]:
+        """Answers since `since` (a `mark()`): how many came back, their p50, p99 and max in ms, and how many
+        were late, failed or invalid."""
+        ms = np.asarray(self.times[since[0] :]) * 1000
+        shown = lambda f: float(f(ms)) if ms.size else None
+        return {
+            "answered": int(ms.size),
+            "p50_ms": shown(lambda x: np.percentile(x, 50)),
+            "p99_ms": shown(lambda x: np.percentile(x, 99)),
+            "max_ms": shown(np.max),
+            "late": self.late - since[1],
+            "failed": self.failed - since[2],
+            "invalid": self.invalid - since[3],
+        }
+
+
+def latency_line(summary: dict[str, Any]) -> str:
+    """An `Answers.summary()` in a line for the terminal."""
+    if not summary["answered"]:
+        times = "no answer in time"
+    else:
+        times = f"p50 {summary['p50_ms']:.1f} ms, p99 {summary['p99_ms']:.1f} ms, max {summary['max_ms']:.0f} ms"
+    return f"{times}; {summary['late']} late, {summary['failed']} failed, {summary['invalid']} invalid"
 
 
 class HttpSnake:
@@ -47,12 +80,17 @@ class HttpSnake:
         self.answers = Answers()
 
     def _post(self, path: str, body: dict[str, Any], timeout: float) -> tuple[int, bytes]:
+        """(status, body) of a POST, given up on `timeout` s after it began however slowly the answer trickles."""
         conn = http.client.HTTPConnection(self.host, self.port, timeout=timeout)
+        cut = threading.Timer(timeout, _cut, (conn,))
+        cut.daemon = True
+        cut.start()
         try:
             conn.request("POST", self.base + path, json.dumps(body), {"Content-Type": "application/json"})
             answer = conn.getresponse()
-            return answer.status, answer.read()
+            return answer.status, answer.read(MOST_ANSWER)
         finally:
+            cut.cancel()
             conn.close()
 
     def start(self, request: dict[str, Any]) -> None:
@@ -65,11 +103,11 @@ class HttpSnake:
         t0 = time.perf_counter()
         try:
             status, body = self._post("/move", request, self.timeout)
-        except TimeoutError:
-            self.answers.late += 1
-            return None
         except (OSError, http.client.HTTPException):
-            self.answers.failed += 1
+            if time.perf_counter() - t0 >= self.timeout:
+                self.answers.late += 1
+            else:
+                self.answers.failed += 1
             return None
         took = time.perf_counter() - t0
         if took > self.timeout:
@@ -90,3 +128,13 @@ class HttpSnake:
             self._post("/end", request, self.timeout)
         except (OSError, http.client.HTTPException):
             pass
+
+
+def _cut(conn: http.client.HTTPConnection) -> None:
+    """Stop a request at its deadline: its socket shut, so a read waiting on it returns at once."""
+    sock = conn.sock
+    if sock is not None:
+        try:
+            sock.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass  # already closed

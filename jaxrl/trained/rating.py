@@ -22,6 +22,7 @@ import numpy as np
 from jaxrl.config.compose import UsageError
 from jaxrl.envs.base import hook
 from jaxrl.trained import headtohead
+from jaxrl.trained.http import latency_line
 
 SCALE = 400.0 / math.log(10.0)  # Elo points per natural-log unit of odds
 
@@ -136,6 +137,7 @@ def rate(found: list[headtohead.Player], games: int = 200, seed: int = 0, say: A
             }
         )
     table.sort(key=lambda row: -row["rating"])
+    latency = {p.name: p.asked.answers.summary() for p in found if p.asked is not None}
     return {
         "method": "Bradley-Terry maximum likelihood on the Elo scale (jaxrl.trained.rating)",
         "anchor": model["anchor"],
@@ -143,6 +145,7 @@ def rate(found: list[headtohead.Player], games: int = 200, seed: int = 0, say: A
         "seed": seed,
         "table": table,
         "pairs": results,
+        **({"latency": latency} if latency else {}),
     }
 
 
@@ -157,6 +160,8 @@ def report(result: dict[str, Any]) -> None:
             f"  {rank:>2}  {r['player']:<{width}}  {r['rating']:>7.0f}"
             f"  {r['error']:>5.0f}  {r['score']:>6.1%}  {r['games']}"
         )
+    for name, summary in result.get("latency", {}).items():
+        print(f"  {name} answered {summary['answered']} moves: {latency_line(summary)}")
 
 
 def plot(result: dict[str, Any], path: Path) -> None:

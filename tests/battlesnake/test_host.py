@@ -10,6 +10,7 @@ import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 import jaxrl
@@ -46,6 +47,16 @@ class RandomSafe(BaseHTTPRequestHandler):
         self.seen.append(self.path)
         if self.path != "/move":
             self._answer({})
+            return
+        if self.mode == "drip":  # an answer a byte at a time, each well within any socket timeout
+            try:
+                for byte in b"HTTP/1.1 200 OK\r\nContent-Length: 15\r\n\r\n" + b'{"move": "up"}\n':
+                    self.wfile.write(bytes([byte]))
+                    self.wfile.flush()
+                    threading.Event().wait(0.02)
+            except OSError:
+                pass  # the host stopped waiting
+            self.close_connection = True
             return
         if self.mode == "rude":
             self._answer({"move": "sideways"})
@@ -105,6 +116,24 @@ def test_a_snake_written_with_the_standard_library_plays_and_bad_answers_repeat_
     slow = play([stdlib_snake, "greedy"], games=1, size=7, timeout_ms=100, out=tmp_path / "c", say=lambda *_: None)
     assert slow["latency"][stdlib_snake]["late"] > 0
     assert sum(replay(sorted((tmp_path / "c").glob("*.jsonl")), boards=0).divergent.values()) == 0
+    RandomSafe.mode = "drip"  # each byte in time, the whole answer not: late, as the engine's deadline has it
+    drip = play([stdlib_snake, "greedy"], games=1, size=7, timeout_ms=100, out=tmp_path / "d", say=lambda *_: None)
+    late = drip["latency"][stdlib_snake]
+    assert late["late"] > 0 and late["answered"] == late["failed"] == 0, late
+
+
+def test_a_log_holds_the_boards_played_as_the_official_cli_writes_them(stdlib_snake, tmp_path):
+    play([stdlib_snake, "greedy"], games=3, size=7, seed=5, out=tmp_path, say=lambda *_: None)
+    for log in sorted(tmp_path.glob("*.jsonl")):
+        lines = [json.loads(line) for line in log.read_text().splitlines()]
+        game, boards, result = lines[0], lines[1:-1], lines[-1]
+        assert set(game) >= {"id", "ruleset", "map", "timeout"} and game["ruleset"]["name"] == "standard"
+        assert [b["turn"] for b in boards] == list(range(len(boards)))
+        assert all(b["game"] == game for b in boards)
+        # a board is written before each turn is played, none after the last: every one has both snakes
+        assert all(len(b["board"]["snakes"]) == 2 for b in boards), log
+        names = {s["name"] for s in boards[0]["board"]["snakes"]}
+        assert result["isDraw"] or result["winnerName"] in names
 
 
 def test_bad_play_input_is_one_line():
@@ -129,6 +158,7 @@ def test_eval_vs_and_rate_take_an_http_snake_as_a_player(stdlib_snake, tmp_path,
     run = jaxrl.pretrained("arena-selfplay-v2")
     result = run.play_against(stdlib_snake, episodes=6, seed=1)
     assert result["b"] == stdlib_snake and result["a_wins"] + result["b_wins"] + result["draws"] == 6
+    assert result["latency"][stdlib_snake]["answered"] > 0  # its answers, timed over these games
     assert result["unfinished"] == 0 and RandomSafe.seen.count("/start") >= 6  # each game's seats started
     assert rate_main(["pretrained:arena-selfplay-v2", stdlib_snake, "games=4", "bots=false", "out=r"]) == 0
     table = json.loads((tmp_path / "r" / "ratings.json").read_text())
@@ -136,3 +166,44 @@ def test_eval_vs_and_rate_take_an_http_snake_as_a_player(stdlib_snake, tmp_path,
     gif = tmp_path / "versus.gif"
     assert eval_main(["pretrained:arena-selfplay-v2", f"vs={stdlib_snake}", "episodes=2", f"out={gif}"]) == 0
     assert gif.stat().st_size > 0
+
+
+def test_a_served_recurrent_run_keeps_one_memory_for_each_seat_it_holds(tmp_path):
+    from jaxrl.battlesnake.server import Snake
+    from jaxrl.trained import headtohead
+
+    run = jaxrl.train(
+        env="arena",
+        run_dir=tmp_path / "gru",
+        num_envs=8,
+        total_timesteps=256,
+        progress=False,
+        algo={"name": "ppo", "network": "gru", "torso": "cnn", "channels": [8], "hidden": [16], "rnn_hidden": 16},
+        **{"algo.num_steps": 16, "algo.bptt_horizon": 8},
+    )
+    served = serve(str(run.run_dir), port=0, block=False, quiet=True, warm=False)
+    memories: dict = {}
+    answer = Snake.move
+
+    def remembered(self, request):
+        out = answer(self, request)
+        key = (request["game"]["id"], request["you"]["id"], request["turn"])
+        memories[key] = np.asarray(self.games[(key[0], key[1])]["carry"]).copy()
+        return out
+
+    try:
+        Snake.move = remembered
+        http = headtohead.player(served.url, jaxrl.load)
+        me = headtohead.player(str(run.run_dir), jaxrl.load)
+        result = headtohead.play_pair(http, me, games=2, seed=0)  # the HTTP snake holds 2 of the 4 seats
+    finally:
+        Snake.move = answer
+        served.stop()
+    assert result["a_wins"] + result["b_wins"] + result["draws"] == 2 and result["unfinished"] == 0
+    seats = {(game, you) for game, you, _ in memories}
+    assert {game for game, _ in seats} == {"jaxrl-h2h-0-0", "jaxrl-h2h-0-1"}
+    assert all(len({you for g, you in seats if g == game}) == 2 for game, _ in seats)  # two seats a game
+    both = [(k, (k[0], other, k[2])) for k in memories for other in {y for g, y in seats if g == k[0]} - {k[1]}]
+    differ = [not np.allclose(memories[a], memories[b]) for a, b in both if b in memories and a[2] > 0]
+    assert differ and all(differ)  # each seat's memory follows what that seat saw, not the other's
+    assert not served.snake.games  # every game ended: forgotten

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from jaxrl.battlesnake.server import serve
+from jaxrl.battlesnake.server import board_example, program_of, serve
 from jaxrl.config.compose import UsageError
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "battlesnake"
@@ -170,6 +170,8 @@ def test_a_bot_is_served_and_bad_targets_and_settings_are_one_line():
         (["serve", "no/such/run"], "no/such/run"),
         (["serve", "greedy", "port=70000"], "port=70000 is invalid"),
         (["serve", "greedy", "colour=red"], "unknown setting colour="),
+        (["serve", "greedy", "warm=chess"], "warm=chess is invalid"),
+        (["serve", "greedy", "most_boards=0"], "most_boards=0 is invalid"),
         (["serve"], "serve takes one TARGET"),
     ):
         proc = subprocess.run(
@@ -201,3 +203,24 @@ def test_a_host_beyond_this_machine_is_said(capsys):
     finally:
         served.stop()
     assert "warning: host=0.0.0.0 answers engines beyond this machine" in capsys.readouterr().err
+
+
+def test_each_board_compiles_once_and_past_most_boards_a_new_board_gets_safe_moves():
+    bot = serve("greedy", port=0, block=False, quiet=True, warm="standard", most_boards=4)
+    try:
+        assert len(bot.snake._compiled) == 3  # 7x7, 11x11 and 19x19 under the standard ruleset
+        standard = next(
+            r for r in requests() if r["game"]["ruleset"]["name"] == "standard" and r["board"]["width"] == 11
+        )
+        assert post(bot, "/move", standard)[0] == 200 and len(bot.snake._compiled) == 3
+        royale = board_example(11, "royale")
+        assert post(bot, "/move", royale)[0] == 200 and len(bot.snake._compiled) == 4
+        status, body = post(bot, "/move", board_example(9, "standard"))  # a fifth board: none compiled
+        assert status == 200 and "most_boards" in json.loads(body)["shout"] and len(bot.snake._compiled) == 4
+        assert json.loads(post(bot, "/move", standard)[1])["shout"] == ""  # the boards it has still play
+    finally:
+        bot.stop()
+    tables = {r: bot.snake.who.env.board_game(board_example(11, r))["env"] for r in ("standard", "wrapped")}
+    assert program_of(tables["standard"]) != program_of(tables["wrapped"])
+    with pytest.raises(UsageError, match="warm=chess is invalid"):
+        serve("greedy", port=0, block=False, quiet=True, warm="standard,chess")
