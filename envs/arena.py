@@ -381,7 +381,9 @@ class Arena(Env):
         dc = -1 if dc == size - 1 else 1 if dc == 1 - size else dc
         return {(-1, 0): 0, (0, 1): 1, (1, 0): 2, (0, -1): 3}.get((dr, dc), 0)
 
-    def board_request(self, state: EnvState, seat: int, game: dict, names: list[str] | None = None) -> dict:
+    def board_request(
+        self, state: EnvState, seat: int, game: dict, names: list[str] | None = None, params: EnvParams | None = None
+    ) -> dict:
         n = self.size
         owner, life = np.asarray(state.owner), np.asarray(state.life)
         point = lambda cell: {"x": int(cell) % n, "y": n - 1 - int(cell) // n}
@@ -413,11 +415,11 @@ class Arena(Env):
             "hazards": [point(c) for c in np.flatnonzero(np.asarray(state.hazard))],
         }
         you = next((s for s in snakes if s["id"] == f"s{seat}"), None)  # None once the seat is out
-        return {"game": self._board_game_object(game), "turn": int(np.asarray(state.time)), "board": board, "you": you}
+        game = self._board_game_object(game, self.default_params if params is None else params)
+        return {"game": game, "turn": int(np.asarray(state.time)), "board": board, "you": you}
 
-    def _board_game_object(self, game: dict) -> dict:
+    def _board_game_object(self, game: dict, params: EnvParams) -> dict:
         """A request's game object with the ruleset (its settings as the engine names them) and map played."""
-        params = self.default_params
         settings = {
             "foodSpawnChance": int(params.food_chance),
             "minimumFood": int(params.min_food),

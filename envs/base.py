@@ -252,12 +252,13 @@ class Env(environment.Environment):
 
     @absent
     def board_request(
-        self, state: Any, seat: int, game: dict[str, Any], names: list[str] | None = None
+        self, state: Any, seat: int, game: dict[str, Any], names: list[str] | None = None, params: Any = None
     ) -> dict[str, Any]:
         """A concrete state as the Battlesnake API v1 request body the engine would send `seat` (the inverse of
         `board_game`; `you` is None once the seat is out). `game` is the request's game object (id, timeout),
-        which the env completes with the ruleset and map it plays; `names`, each seat's snake name. jaxrl as the
-        host of games with HTTP snakes (trained/hosted.py), the server's bench. Default: none."""
+        which the env completes with the ruleset, its settings under `params` (default: the env's) and the map;
+        `names`, each seat's snake name. jaxrl as the host of games with HTTP snakes (trained/hosted.py), the
+        server's bench. Default: none."""
 
     @absent
     def board_move(self, state: Any, seat: int, action: int) -> str:

@@ -39,13 +39,13 @@ def game_requests(size: int, snakes: int, turns: int, seed: int, game_id: str) -
     step = jax.jit(lambda k, s: table.step_env(k, s, table.bot_actions(k, s, "greedy"), params)[1])
     key = jax.random.key(seed)
     _, state = table.reset_env(key, params)
-    game = {"id": game_id, "ruleset": {"name": "standard", "version": "jaxrl"}, "map": "standard", "timeout": 500}
+    game = {"id": game_id, "timeout": 500}  # the env writes its ruleset, settings and map
     out = []
     for _ in range(turns):
         concrete = jax.device_get(state)
         if not bool(concrete.alive[0]) or int(concrete.alive.sum()) < 2:
             break
-        out.append(table.board_request(concrete, 0, game))
+        out.append(table.board_request(concrete, 0, game, params=params))
         key, turn_key = jax.random.split(key)
         state = step(turn_key, state)
     return out

@@ -21,7 +21,6 @@ from typing import Any
 import jax
 
 from jaxrl.config.compose import UsageError
-from jaxrl.envs.base import hook
 from jaxrl.trained.hosted import Host
 from jaxrl.trained.http import HttpSnake, latency_line
 
@@ -71,12 +70,12 @@ def play_game(host: Host, players: list[Any], seed: int, timeout_ms: int, game_i
     """One game of `players` (seat k is players[k]); its result: the winner's seat (None: a draw), turns."""
     names = [p.name for p in players]
     game = {"id": game_id, "timeout": timeout_ms, "source": "jaxrl"}
-    out = host.play(players, jax.random.key(seed), MAX_TURNS, game, names, log=True)
+    out = host.play(players, jax.random.key(seed), MAX_TURNS, game, names, log=True)  # to the env's end alone
     alive = [int(k) for k in out["alive"].nonzero()[0]]
     winner = alive[0] if len(alive) == 1 and len(players) > 1 else None
     lines = out["lines"]
     if winner is not None:
-        you = hook(host.rules, "board_request")(out["state"], winner, game, names)["you"]
+        you = host.request(out["state"], winner, game, names)["you"]
         result = {"winnerId": you["id"], "winnerName": you["name"], "isDraw": False}
     else:
         result = {"winnerId": "", "winnerName": "", "isDraw": len(players) > 1}

@@ -49,6 +49,15 @@ MOST_BOARDS = 64  # boards a server compiles at most
 MAX_BODY = 1 << 20  # bytes a request body may hold
 
 
+class Unplayable(ValueError):
+    """A board this server answers with safe moves by rule: the env cannot play it, or (`full`) no board may be
+    compiled any more."""
+
+    def __init__(self, why: str, full: bool = False):
+        super().__init__(why)
+        self.full = full
+
+
 class BadRequest(ValueError):
     """A request the server cannot answer: `status` and one line."""
 
@@ -119,28 +128,36 @@ class Snake:
         """The answer to a `/move` body: {"move", "shout"}."""
         game = self._game(game_key(request))
         try:
-            seen = self.who.env.board_game(request)
+            step, args, seen = self._board(request, game.get("carry"))
+        except Unplayable as e:
+            return self._fallback(request, game, str(e))
+        with self.gate:  # `workers` moves computed at once; a compile waits for no gate
+            numbers, game["carry"] = jax.block_until_ready(step(*args))
+        numbers = np.where(np.asarray(seen["allowed"]), np.asarray(numbers, np.float64), -np.inf)
+        action = int(np.argmax(numbers))
+        shout = "" if seen.get("exact", True) else "jaxrl: this board is not played exactly as the engine plays it"
+        return {"move": hook(seen["env"], "board_move")(seen["state"], int(seen["seat"]), action), "shout": shout}
+
+    def _board(self, request: dict[str, Any], carry: Any) -> tuple[Any, tuple, dict[str, Any]]:
+        """(the board's compiled step, its arguments, what the env made of the request: `board_game`), the
+        board compiled first if it is new; Unplayable when the env cannot play it or no board may be added."""
+        try:
+            seen = hook(self.who.env, "board_game")(request)
         except (KeyError, TypeError) as e:
             raise BadRequest(400, f"the request lacks a field the board needs: {e}") from None
         except ValueError as e:
-            return self._fallback(request, game, str(e))
-        table, state, seat, allowed = seen["env"], seen["state"], int(seen["seat"]), np.asarray(seen["allowed"])
+            raise Unplayable(str(e)) from None
         agent = self.who.agent
-        carry = game.get("carry")
         if carry is None and agent is not None:
             carry = agent.initial_carry(1)
         with self.lock:
             self.key, key = jax.random.split(self.key)
-        args = (agent.params if agent is not None else None, carry, state, jnp.int32(seat), key)
-        step = self._step(table, args)
+        args = (agent.params if agent is not None else None, carry, seen["state"], jnp.int32(seen["seat"]), key)
+        step = self._step(seen["env"], args)
         if step is None:
             why = f"this server compiled its {self.most_boards} boards (most_boards=) and plays no new one"
-            return self._fallback(request, game, why)
-        numbers, game["carry"] = step(*args)
-        numbers = np.where(allowed, np.asarray(numbers, np.float64), -np.inf)
-        action = int(np.argmax(numbers))
-        shout = "" if seen.get("exact", True) else "jaxrl: this board is not played exactly as the engine plays it"
-        return {"move": table.board_move(state, seat, action), "shout": shout}
+            raise Unplayable(why, full=True)
+        return step, args, seen
 
     def _step(self, table: Any, args: tuple) -> Any:
         """The compiled (params, carry, state, seat, key) -> (numbers per action, carry) of a board's env,
@@ -152,10 +169,13 @@ class Snake:
         with self.compiling:
             found = self._compiled.get(signature)  # compiled while this request waited
             if found is None and len(self._compiled) < self.most_boards:
-                found = jax.jit(self._program(table)).lower(*args).compile()
+                found = self._compile(table, args)
                 with self.lock:
                     self._compiled[signature] = found
         return found
+
+    def _compile(self, table: Any, args: tuple) -> Any:
+        return jax.jit(self._program(table)).lower(*args).compile()
 
     def _program(self, table: Any) -> Any:
         """A board's (params, carry, state, seat, key) -> (numbers, carry): the bot's move as 1, or the policy's
@@ -201,24 +221,24 @@ class Snake:
         unplayed = []
         for ruleset in rulesets:
             for side in sides:
-                request = board_example(side, ruleset)
                 try:
-                    self.who.env.board_game(request)
-                except ValueError:
+                    self._board(board_example(side, ruleset), None)
+                except Unplayable as e:
+                    if e.full:
+                        return unplayed
                     unplayed.append(ruleset)
                     break
-                self.move(request)
-                self.end(request)
         return unplayed
 
     def start(self, request: dict[str, Any]) -> None:
-        """A new game: its memory fresh, its board compiled (a move is computed and thrown away)."""
-        key = game_key(request)
+        """A new game: its memory fresh, its board compiled if it is new (nothing else is computed)."""
         with self.lock:
-            self.games.pop(key, None)
-        self.move(request)
-        with self.lock:
-            self.games[key]["carry"] = None
+            self.games.pop(game_key(request), None)
+        self._game(game_key(request))  # kept before the compile: a /move that comes meanwhile finds it
+        try:
+            self._board(request, None)
+        except Unplayable:
+            pass  # its moves will say why
 
     def end(self, request: dict[str, Any]) -> None:
         """A game over: forgotten (the engine's /end may name a snake that is out, or no snake at all)."""
@@ -229,8 +249,10 @@ class Snake:
 def program_of(env: Any) -> tuple:
     """What tells one env's compiled step from another's: its class and its public settings (size, seats,
     ruleset, view, ...), the plain values among its attributes."""
-    plain = (bool, int, float, str, type(None))
-    settings = sorted((k, v) for k, v in vars(env).items() if not k.startswith("_") and isinstance(v, plain))
+    plain = lambda v: (
+        isinstance(v, bool | int | float | str | None) or (isinstance(v, tuple) and all(plain(x) for x in v))
+    )
+    settings = sorted((k, v) for k, v in vars(env).items() if not k.startswith("_") and plain(v))
     return type(env).__module__, type(env).__qualname__, tuple(settings)
 
 
@@ -413,12 +435,9 @@ def handler(snake: Snake, info: dict[str, str]) -> type[BaseHTTPRequestHandler]:
                 body = self.rfile.read(int(length))
                 request = read_json(body, path) if path == "/end" else check_request(body, path)
                 if path == "/move":
-                    with snake.gate:
-                        answer = snake.move(request)
-                    self._send(200, answer)
+                    self._send(200, snake.move(request))
                 elif path == "/start":
-                    with snake.gate:
-                        snake.start(request)
+                    snake.start(request)
                     self._send(200, {})
                 else:
                     snake.end(request)

@@ -9,7 +9,9 @@ placement (`seat_placement`, 1 the best): the side holding the best one wins, an
 limit, is a draw). A side's placement is the mean placement of its seats.
 
 Players: a run directory (its newest checkpoint, or `PATH@STEP`; seed 0 of the best sweep member), a shelf
-agent (`pretrained:NAME`), or one of the env's bots (`bot_kinds`: the arena's `greedy` and `random_safe`).
+agent (`pretrained:NAME`), one of the env's bots (`bot_kinds`: the arena's `greedy` and `random_safe`), or an
+HTTP snake (`http://host:port`, at a table whose env writes Battlesnake requests: its games are stepped on the
+host, `trained/hosted.py`).
 The table is the first run's env; each run sees it as its own env does (its own view), and two runs must share
 the env's `game_settings` (the arena: board size and ruleset).
 """
@@ -26,7 +28,7 @@ import numpy as np
 
 from jaxrl.config.compose import UsageError
 from jaxrl.envs.base import hook, offers, table_params
-from jaxrl.trained.http import TIMEOUT_MS, HttpSnake, is_url, latency_line
+from jaxrl.trained.http import TIMEOUT_MS, HttpSnake, is_url, latency_lines
 
 
 @dataclasses.dataclass(frozen=True)
@@ -309,7 +311,8 @@ def hosted_games(
     def one(g: int) -> dict[str, Any]:
         holders = [side_a if mine[g, k] else side_b for k in range(seats)]
         game = {"id": f"jaxrl-h2h-{seed}-{g}", "timeout": TIMEOUT_MS}
-        played = host.play(holders, jax.random.fold_in(jax.random.key(seed), g), steps, game, record=record)
+        key = jax.random.fold_in(jax.random.key(seed), g)
+        played = host.play(holders, key, steps, game, sides=mine[g], record=record)
         place = played["place"]
         best = lambda m: place[m].min() if m.any() else np.inf
         out = {
@@ -477,7 +480,7 @@ def report(result: dict[str, Any]) -> None:
             f" {p['a_score']:>6.3f}  {p['a_placement']:.2f} / {p['b_placement']:.2f}"
         )
     for p in result["pairs"]:
-        for name, summary in p.get("latency", {}).items():
-            print(f"  {name} answered {summary['answered']} moves: {latency_line(summary)}")
+        for line in latency_lines(p.get("latency", {})):
+            print(line)
     if result.get("replay"):
         print(f"replay of one game against {result['pairs'][-1]['b']}: {result['replay']}")

@@ -12,8 +12,8 @@ of the table is held by one of two kinds of player:
 - a compiled player (`Compiled`): a run's policy or one of the env's bots, acting for every seat at once while
   the asked players think.
 
-A game ends when the env terminates it, at the step limit, or when fewer than two players (a solo game: none)
-still hold a live seat.
+A game ends when the env terminates it or at the step limit; with `sides` (head to head), also when fewer than
+two sides (a game of one side: none) still hold a live seat.
 """
 
 from __future__ import annotations
@@ -49,11 +49,15 @@ class Host:
     """A table's rules and params compiled once (step, reset, seats alive, placements), for all its games."""
 
     def __init__(self, rules: Any, params: Any):
-        self.rules, self.seats = rules, hook(rules, "num_seats")
+        self.rules, self.params, self.seats = rules, params, hook(rules, "num_seats")
         self._step = jax.jit(lambda k, s, a: rules.step_env(k, s, a, params)[1:4])  # (state, reward, terminated)
         self._reset = jax.jit(lambda k: rules.reset_env(k, params)[1])
         self._alive = jax.jit(hook(rules, "seat_alive"))
         self._place = jax.jit(hook(rules, "seat_placement"))
+
+    def request(self, state: Any, seat: int, game: dict[str, Any], names: list[str] | None = None) -> dict:
+        """The Battlesnake request the engine would send `seat` of concrete `state`, under this table's params."""
+        return hook(self.rules, "board_request")(state, int(seat), game, names, self.params)
 
     def play(
         self,
@@ -62,24 +66,25 @@ class Host:
         steps: int,
         game: dict[str, Any],
         names: list[str] | None = None,
+        sides: np.ndarray | None = None,
         record: bool = False,
         log: bool = False,
     ) -> dict[str, Any]:
-        """One game, seat k held by `holders[k]`, from `key`, at most `steps` turns; `game` is the requests' game
-        object (id, timeout). The final state, seats alive, returns, placements (1 the best) and length; with
-        `record` each turn's frame and concrete state, with `log` each turn's request (the first live seat's, as
-        the official CLI's `-o` log keeps them)."""
+        """One game, seat k held by `holders[k]` (on side `sides[k]`, when given), from `key`, at most `steps`
+        turns; `game` is the requests' game object (id, timeout). The final concrete state, seats alive,
+        returns, placements (1 the best) and length; with `record` each turn's frame and concrete state, with
+        `log` each turn's request (the first live seat's, as the official CLI's `-o` log keeps them)."""
         rules, seats = self.rules, self.seats
         if len(holders) != seats:
             raise ValueError(f"{len(holders)} holders for a table of {seats} seats")
-        players = list(dict.fromkeys(holders))
-        held = {id(p): np.array([h is p for h in holders]) for p in players}
-        compiled = [p for p in players if not asked(p)]
+        compiled = [p for p in dict.fromkeys(holders) if not asked(p)]
+        held = {id(p): np.array([h is p for h in holders]) for p in compiled}
         carries = {id(p): p.carry0 for p in compiled}
+        side_of = None if sides is None else np.asarray(sides)
         key, reset_key = jax.random.split(key)
         state = self._reset(reset_key)
         concrete, alive = jax.device_get(state), np.asarray(self._alive(state))
-        request = lambda k: hook(rules, "board_request")(concrete, int(k), game, names)
+        request = lambda k: self.request(concrete, k, game, names)
         last, you = [FIRST_MOVE] * seats, {}  # each seat's last move, and its `you` when it was last asked
         returns, length, over = np.zeros(seats, np.float32), 0, False
         frames, states, lines = [], [], []
@@ -95,10 +100,10 @@ class Host:
                 if log:
                     first = int(np.flatnonzero(alive)[0])
                     lines.append(bodies.get(first) or request(first))
-                key, step_key, *keys = jax.random.split(key, 2 + len(compiled))
+                key, step_key, act_key = jax.random.split(key, 3)  # the step's draws: whoever plays
                 action = np.ones(seats, np.int32)
-                for p, p_key in zip(compiled, keys, strict=True):
-                    carries[id(p)], act = p.act(state, carries[id(p)], p_key)
+                for i, p in enumerate(compiled):
+                    carries[id(p)], act = p.act(state, carries[id(p)], jax.random.fold_in(act_key, i))
                     action = np.where(held[id(p)], np.asarray(act, np.int32), action)
                 for k, answer in answers.items():
                     last[k] = answer.result() or last[k]
@@ -107,8 +112,10 @@ class Host:
                 concrete, alive = jax.device_get(state), np.asarray(self._alive(state))
                 returns += np.asarray(reward, np.float32).reshape(seats)
                 length += 1
-                holding = sum(bool((alive & held[id(p)]).any()) for p in players)
-                over = bool(terminated) or length >= steps or holding < min(2, len(players))
+                over = bool(terminated) or length >= steps
+                if side_of is not None:
+                    holding = np.unique(side_of[alive]).size
+                    over = over or holding < min(2, np.unique(side_of).size)
             if record:
                 frames.append(np.asarray(rules.render_rgb(state)))
                 states.append(concrete)

@@ -64,6 +64,11 @@ def latency_line(summary: dict[str, Any]) -> str:
     return f"{times}; {summary['late']} late, {summary['failed']} failed, {summary['invalid']} invalid"
 
 
+def latency_lines(latency: dict[str, dict[str, Any]]) -> list[str]:
+    """Each HTTP snake's summary (by name) under a table: how many moves it answered in time, and how."""
+    return [f"  {name} answered {s['answered']} moves: {latency_line(s)}" for name, s in latency.items()]
+
+
 class HttpSnake:
     """A Battlesnake server at `url`, asked as the engine asks it."""
 
@@ -78,19 +83,27 @@ class HttpSnake:
         self.name, self.url, self.timeout = url, url.rstrip("/"), timeout_ms / 1000
         self.host, self.port, self.base = parts.hostname, port, parts.path.rstrip("/")
         self.answers = Answers()
+        self._lock = threading.Lock()
 
     def _post(self, path: str, body: dict[str, Any], timeout: float) -> tuple[int, bytes]:
         """(status, body) of a POST, given up on `timeout` s after it began however slowly the answer trickles."""
+        t0 = time.perf_counter()
         conn = http.client.HTTPConnection(self.host, self.port, timeout=timeout)
-        cut = threading.Timer(timeout, _cut, (conn,))
-        cut.daemon = True
-        cut.start()
         try:
-            conn.request("POST", self.base + path, json.dumps(body), {"Content-Type": "application/json"})
-            answer = conn.getresponse()
-            return answer.status, answer.read(MOST_ANSWER)
+            conn.connect()
+            left = timeout - (time.perf_counter() - t0)
+            if left <= 0:
+                raise TimeoutError(f"{self.url} took {timeout * 1000:.0f} ms to connect")
+            cut = threading.Timer(left, _cut, (conn,))
+            cut.daemon = True
+            cut.start()
+            try:
+                conn.request("POST", self.base + path, json.dumps(body), {"Content-Type": "application/json"})
+                answer = conn.getresponse()
+                return answer.status, answer.read(MOST_ANSWER)
+            finally:
+                cut.cancel()
         finally:
-            cut.cancel()
             conn.close()
 
     def start(self, request: dict[str, Any]) -> None:
@@ -104,24 +117,22 @@ class HttpSnake:
         try:
             status, body = self._post("/move", request, self.timeout)
         except (OSError, http.client.HTTPException):
-            if time.perf_counter() - t0 >= self.timeout:
-                self.answers.late += 1
-            else:
-                self.answers.failed += 1
-            return None
+            return self._count("late" if time.perf_counter() - t0 >= self.timeout else "failed")
         took = time.perf_counter() - t0
         if took > self.timeout:
-            self.answers.late += 1
-            return None
-        self.answers.times.append(took)
+            return self._count("late")
+        with self._lock:
+            self.answers.times.append(took)
         try:
             move = json.loads(body).get("move") if status == 200 else None
         except (ValueError, AttributeError):
             move = None
-        if move not in ENGINE_MOVES:
-            self.answers.invalid += 1
-            return None
-        return move
+        return move if move in ENGINE_MOVES else self._count("invalid")
+
+    def _count(self, what: str) -> None:
+        """One more answer that did not count (its seat repeats its last move): late, failed or invalid."""
+        with self._lock:  # several games and seats ask one snake at once
+            setattr(self.answers, what, getattr(self.answers, what) + 1)
 
     def end(self, request: dict[str, Any]) -> None:
         try:

@@ -22,7 +22,7 @@ import numpy as np
 from jaxrl.config.compose import UsageError
 from jaxrl.envs.base import hook
 from jaxrl.trained import headtohead
-from jaxrl.trained.http import latency_line
+from jaxrl.trained.http import latency_lines
 
 SCALE = 400.0 / math.log(10.0)  # Elo points per natural-log unit of odds
 
@@ -160,8 +160,8 @@ def report(result: dict[str, Any]) -> None:
             f"  {rank:>2}  {r['player']:<{width}}  {r['rating']:>7.0f}"
             f"  {r['error']:>5.0f}  {r['score']:>6.1%}  {r['games']}"
         )
-    for name, summary in result.get("latency", {}).items():
-        print(f"  {name} answered {summary['answered']} moves: {latency_line(summary)}")
+    for line in latency_lines(result.get("latency", {})):
+        print(line)
 
 
 def plot(result: dict[str, Any], path: Path) -> None:

@@ -7,6 +7,7 @@ import random
 import subprocess
 import sys
 import threading
+import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
@@ -17,6 +18,7 @@ import jaxrl
 from jaxrl.battlesnake.host import play
 from jaxrl.battlesnake.replay import replay
 from jaxrl.battlesnake.server import safe_move, serve
+from jaxrl.trained.http import HttpSnake
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -53,7 +55,7 @@ class RandomSafe(BaseHTTPRequestHandler):
                 for byte in b"HTTP/1.1 200 OK\r\nContent-Length: 15\r\n\r\n" + b'{"move": "up"}\n':
                     self.wfile.write(bytes([byte]))
                     self.wfile.flush()
-                    threading.Event().wait(0.02)
+                    threading.Event().wait(0.05)
             except OSError:
                 pass  # the host stopped waiting
             self.close_connection = True
@@ -116,7 +118,14 @@ def test_a_snake_written_with_the_standard_library_plays_and_bad_answers_repeat_
     slow = play([stdlib_snake, "greedy"], games=1, size=7, timeout_ms=100, out=tmp_path / "c", say=lambda *_: None)
     assert slow["latency"][stdlib_snake]["late"] > 0
     assert sum(replay(sorted((tmp_path / "c").glob("*.jsonl")), boards=0).divergent.values()) == 0
-    RandomSafe.mode = "drip"  # each byte in time, the whole answer not: late, as the engine's deadline has it
+    RandomSafe.mode = "drip"  # each byte in time, the whole answer (3 s) not: late, as the engine's deadline has it
+    snake, request = (
+        HttpSnake(stdlib_snake, 100),
+        json.loads((tmp_path / "a" / "game-0.jsonl").read_text().split("\n")[1]),
+    )
+    t0 = time.perf_counter()
+    assert snake.move(request) is None and snake.answers.late == 1
+    assert time.perf_counter() - t0 < 1.5  # given up at the deadline, not when the last byte came
     drip = play([stdlib_snake, "greedy"], games=1, size=7, timeout_ms=100, out=tmp_path / "d", say=lambda *_: None)
     late = drip["latency"][stdlib_snake]
     assert late["late"] > 0 and late["answered"] == late["failed"] == 0, late
@@ -169,7 +178,7 @@ def test_eval_vs_and_rate_take_an_http_snake_as_a_player(stdlib_snake, tmp_path,
 
 
 def test_a_served_recurrent_run_keeps_one_memory_for_each_seat_it_holds(tmp_path):
-    from jaxrl.battlesnake.server import Snake
+    from jaxrl.battlesnake.server import Snake, player
     from jaxrl.trained import headtohead
 
     run = jaxrl.train(
@@ -181,29 +190,27 @@ def test_a_served_recurrent_run_keeps_one_memory_for_each_seat_it_holds(tmp_path
         algo={"name": "ppo", "network": "gru", "torso": "cnn", "channels": [8], "hidden": [16], "rnn_hidden": 16},
         **{"algo.num_steps": 16, "algo.bptt_horizon": 8},
     )
-    served = serve(str(run.run_dir), port=0, block=False, quiet=True, warm=False)
-    memories: dict = {}
+    served = serve(str(run.run_dir), port=0, block=False, quiet=True, warm="standard")
+    asked: list = []
     answer = Snake.move
-
-    def remembered(self, request):
-        out = answer(self, request)
-        key = (request["game"]["id"], request["you"]["id"], request["turn"])
-        memories[key] = np.asarray(self.games[(key[0], key[1])]["carry"]).copy()
-        return out
-
     try:
-        Snake.move = remembered
+        Snake.move = lambda self, request: asked.append(request) or answer(self, request)
         http = headtohead.player(served.url, jaxrl.load)
-        me = headtohead.player(str(run.run_dir), jaxrl.load)
-        result = headtohead.play_pair(http, me, games=2, seed=0)  # the HTTP snake holds 2 of the 4 seats
+        result = headtohead.play_pair(http, headtohead.player(str(run.run_dir), jaxrl.load), games=2, seed=0)
     finally:
         Snake.move = answer
         served.stop()
     assert result["a_wins"] + result["b_wins"] + result["draws"] == 2 and result["unfinished"] == 0
-    seats = {(game, you) for game, you, _ in memories}
-    assert {game for game, _ in seats} == {"jaxrl-h2h-0-0", "jaxrl-h2h-0-1"}
-    assert all(len({you for g, you in seats if g == game}) == 2 for game, _ in seats)  # two seats a game
-    both = [(k, (k[0], other, k[2])) for k in memories for other in {y for g, y in seats if g == k[0]} - {k[1]}]
-    differ = [not np.allclose(memories[a], memories[b]) for a, b in both if b in memories and a[2] > 0]
-    assert differ and all(differ)  # each seat's memory follows what that seat saw, not the other's
-    assert not served.snake.games  # every game ended: forgotten
+    seats = {(r["game"]["id"], r["you"]["id"]) for r in asked}
+    assert sorted(g for g, _ in seats) == ["jaxrl-h2h-0-0"] * 2 + ["jaxrl-h2h-0-1"] * 2  # the HTTP snake's 2 of 4
+
+    # one server answering both seats of a game, turn by turn, keeps each seat's memory as if it were alone
+    game = [r for r in asked if r["game"]["id"] == "jaxrl-h2h-0-0"]
+    together = Snake(player(str(run.run_dir)))
+    alone = {you: Snake(player(str(run.run_dir))) for g, you in seats if g == "jaxrl-h2h-0-0"}
+    for request in game:
+        together.move(request)
+        alone[request["you"]["id"]].move(request)
+    for you, snake in alone.items():
+        mine = snake.games[("jaxrl-h2h-0-0", you)]["carry"]
+        np.testing.assert_allclose(np.asarray(together.games[("jaxrl-h2h-0-0", you)]["carry"]), np.asarray(mine))

@@ -220,7 +220,37 @@ def test_each_board_compiles_once_and_past_most_boards_a_new_board_gets_safe_mov
         assert json.loads(post(bot, "/move", standard)[1])["shout"] == ""  # the boards it has still play
     finally:
         bot.stop()
-    tables = {r: bot.snake.who.env.board_game(board_example(11, r))["env"] for r in ("standard", "wrapped")}
-    assert program_of(tables["standard"]) != program_of(tables["wrapped"])
+    recorded = next(r for r in requests() if r["board"]["width"] == 19 and len(r["board"]["snakes"]) == 8)
+    same = [bot.snake.who.env.board_game(r)["env"] for r in (recorded, board_example(19, "standard"))]
+    assert program_of(same[0]) == program_of(same[1])  # two games on one board: one program
     with pytest.raises(UsageError, match="warm=chess is invalid"):
         serve("greedy", port=0, block=False, quiet=True, warm="standard,chess")
+
+
+def test_moves_on_compiled_boards_go_on_while_a_new_board_compiles():
+    import threading
+
+    bot = serve("greedy", port=0, block=False, quiet=True, warm="none", workers=1)
+    go_on, compiling = threading.Event(), threading.Event()
+    compile_board = bot.snake._compile
+
+    def slow(table, args):
+        compiling.set()
+        go_on.wait(60)
+        return compile_board(table, args)
+
+    try:
+        known = board_example(11, "standard")
+        assert post(bot, "/move", known)[0] == 200
+        bot.snake._compile = slow
+        new = threading.Thread(target=post, args=(bot, "/start", board_example(7, "royale")))
+        new.start()
+        assert compiling.wait(60)
+        status, body = post(bot, "/move", known)  # one worker, and the compile holds it not
+        assert status == 200 and json.loads(body)["move"] in MOVES and new.is_alive()
+        go_on.set()
+        new.join(60)
+        assert len(bot.snake._compiled) == 2
+    finally:
+        go_on.set()
+        bot.stop()

@@ -275,12 +275,14 @@ def test_board_hooks_read_back_what_they_write(name, kwargs):
         moves = hook(table, "bot_actions")(jax.random.key(t), state, "greedy")
         state = table.step_env(jax.random.key(t), state, moves, at_table)[1]
     state = jax.device_get(state)
-    game = {"id": "g", "ruleset": {"name": "standard"}}
     alive = np.flatnonzero(np.asarray(hook(table, "seat_alive")(state)))
     assert alive.size, "a seat still in the game after 3 turns"
+    names = [f"player {k}" for k in range(hook(table, "num_seats"))]
     for seat in map(int, alive):
-        request = env.board_request(state, seat, game)
-        seen = env.board_game(request)
+        request = env.board_request(state, seat, {"id": "g", "timeout": 500}, names, at_table)
+        assert request["game"]["id"] == "g" and isinstance(request["game"]["ruleset"]["name"], str)
+        assert request["you"]["name"] == names[seat] and {s["name"] for s in request["board"]["snakes"]} <= set(names)
+        seen = env.board_game(request)  # under the ruleset the env wrote into the request
         mine = hook(table, "seat_obs")(state)[seat]
         np.testing.assert_array_equal(np.asarray(hook(seen["env"], "seat_obs")(seen["state"])[seen["seat"]]), mine)
         for move in ("up", "down", "left", "right"):
