@@ -124,6 +124,8 @@ SLOW_TIER = {
     # issue 82: games between two served agents (a stdlib snake's hosted games and their replay stay), and the
     # shelf's published rating table (400 games a pair; the shelf's eval and rating mechanisms stay)
     "tests/battlesnake/test_host.py::test_hosted_games_between_served_agents_replay_with_no_divergent_turn",
+    # a GRU run trained to be served in 2 seats (the server's games per seat are told apart in the default tier)
+    "tests/battlesnake/test_host.py::test_a_served_recurrent_run_keeps_one_memory_for_each_seat_it_holds",
     "tests/trained/test_shelf.py::test_the_published_rating_table_of_the_shelf_is_reproduced",
     # second variants of a mechanism whose first variant stays in the default tier
     "tests/run/test_reliability.py::test_training_passes_the_key_reuse_checker[snake-dqn]",

@@ -145,18 +145,26 @@ def test_a_log_holds_the_boards_played_as_the_official_cli_writes_them(stdlib_sn
         assert result["isDraw"] or result["winnerName"] in names
 
 
-def test_bad_play_input_is_one_line():
+def test_bad_play_input_is_one_line(capsys):
+    from jaxrl.cli.battlesnake import main
+
     for args, said in (
-        (["play", "greedy", "games=0"], "games=0 is invalid"),
         (["play", "greedy", "ruleset=chess"], "ruleset=chess is invalid"),
         (["play", "ftp://x:1", "greedy"], "ftp://x:1"),
         (["play", "greedy", "greedy"], "greedy is given twice"),
         (["play", "games=2"], "play needs a TARGET"),
     ):
-        proc = subprocess.run(
-            [sys.executable, "-m", "jaxrl.battlesnake", *args], capture_output=True, text=True, cwd=ROOT, timeout=120
-        )
-        assert proc.returncode == 2 and said in proc.stderr and proc.stderr.count("\n") == 1, (args, proc.stderr)
+        assert main(args) == 2, args
+        err = capsys.readouterr().err
+        assert said in err and err.count("\n") == 1, (args, err)
+    proc = subprocess.run(  # the command itself, in its own process
+        [sys.executable, "-m", "jaxrl.battlesnake", "play", "greedy", "games=0"],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=120,
+    )
+    assert proc.returncode == 2 and "games=0 is invalid" in proc.stderr and proc.stderr.count("\n") == 1, proc.stderr
 
 
 def test_eval_vs_and_rate_take_an_http_snake_as_a_player(stdlib_snake, tmp_path, monkeypatch):

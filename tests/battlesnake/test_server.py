@@ -158,7 +158,7 @@ def test_a_board_the_arena_cannot_play_gets_safe_moves_and_says_so(champion):
     assert not back_into_the_neck(request, answer["move"])
 
 
-def test_a_bot_is_served_and_bad_targets_and_settings_are_one_line():
+def test_a_bot_is_served_and_bad_targets_and_settings_are_one_line(capsys):
     bot = serve("greedy", port=0, block=False, quiet=True, warm=False)
     try:
         request = requests()[5]
@@ -166,18 +166,26 @@ def test_a_bot_is_served_and_bad_targets_and_settings_are_one_line():
         assert status == 200 and json.loads(body)["move"] in MOVES
     finally:
         bot.stop()
+    from jaxrl.cli.battlesnake import main
+
     for args, said in (
-        (["serve", "no/such/run"], "no/such/run"),
         (["serve", "greedy", "port=70000"], "port=70000 is invalid"),
         (["serve", "greedy", "colour=red"], "unknown setting colour="),
         (["serve", "greedy", "warm=chess"], "warm=chess is invalid"),
         (["serve", "greedy", "most_boards=0"], "most_boards=0 is invalid"),
         (["serve"], "serve takes one TARGET"),
     ):
-        proc = subprocess.run(
-            [sys.executable, "-m", "jaxrl.battlesnake", *args], capture_output=True, text=True, cwd=ROOT, timeout=120
-        )
-        assert proc.returncode == 2 and said in proc.stderr and proc.stderr.count("\n") == 1, (args, proc.stderr)
+        assert main(args) == 2, args
+        err = capsys.readouterr().err
+        assert said in err and err.count("\n") == 1, (args, err)
+    proc = subprocess.run(  # the command itself, in its own process
+        [sys.executable, "-m", "jaxrl.battlesnake", "serve", "no/such/run"],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=120,
+    )
+    assert proc.returncode == 2 and "no/such/run" in proc.stderr and proc.stderr.count("\n") == 1, proc.stderr
 
 
 def test_a_run_is_served_at_the_checkpoint_named(tmp_path):
