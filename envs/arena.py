@@ -26,6 +26,7 @@ from jaxrl.envs.spaces import agents_box
 
 CHANNELS = ("own body", "other bodies", "other heads", "heads at least as long", "food", "wall", "health", "hazard")
 RULESETS = ("standard", "solo", "wrapped", "constrictor", "wrapped_constrictor", "royale")
+SCRIPTS = ("greedy", "space")  # the scripted bots a step can compile for its drawn bots (`script`)
 # An elimination's cause, coded as the engine names it (index 0: not eliminated).
 CAUSES = ("", "snake-collision", "snake-self-collision", "out-of-health", "head-collision", "wall-collision", "hazard")
 SNAKE_HIT, SELF_HIT, STARVED, HEAD_HIT, WALL_HIT, HAZARD = range(1, 7)
@@ -123,8 +124,10 @@ class Arena(Env):
     Bots: `random_safe` moves at random among the moves that do not die for certain this step
         (off the board, into a body cell that stays); `greedy` takes the shortest path to food
         (breadth-first over cells free now or freed this step), never a certain death, and
-        avoids cells next to the head of a snake as long or longer. A game's bots are all greedy
-        with probability `greedy_share`, else all random_safe.
+        avoids cells next to the head of a snake as long or longer; `space` (`space_scores`) also
+        looks two moves ahead, keeps room to live in (a flood fill in time), takes only food it
+        reaches first and hunts shorter heads. A game's bots all play `script` (greedy, or space)
+        with probability `greedy_share`, else all random_safe; every kind plays at a table.
     Observation: per learner `(view, view, 8)` uint8 centred on its head and turned so that it
         heads up; channels 0 own body (head included), 1 other bodies, 2 other heads, 3 other
         heads at least as long as it, 4 food, 5 wall (beyond the board; none when wrapped: the
@@ -165,14 +168,18 @@ class Arena(Env):
         view: int = 11,
         bot_policy: str = "",
         ruleset: str = "standard",
+        script: str = "greedy",
     ):
         super().__init__()
         if not isinstance(bot_policy, str):  # a ValueError, as for every bad setting (the registry reports those)
             raise ValueError(f"arena bot_policy must be a run directory (a string), got {bot_policy!r}")  # noqa: TRY004
         if ruleset not in RULESETS:
             raise ValueError(f"arena ruleset must be one of {', '.join(RULESETS)}, got {ruleset!r}")
+        if script not in SCRIPTS:
+            raise ValueError(f"arena script must be one of {', '.join(SCRIPTS)}, got {script!r}")
         self.bot_policy = bot_policy  # a finished run whose greedy policy drives bots (jaxrl loads it: with_bot_policy)
         self.ruleset = ruleset
+        self.script = script  # what the bots drawn by greedy_share play in the step (the others: random_safe)
         self.wrapped = ruleset in ("wrapped", "wrapped_constrictor")
         self.constrictor = ruleset in ("constrictor", "wrapped_constrictor")
         self.royale = ruleset == "royale"
@@ -220,7 +227,7 @@ class Arena(Env):
     def with_bot_policy(self, policy) -> Arena:
         """This arena with `policy(obs (n, view, view, 8) uint8, key) -> (n,) relative actions` driving the bots
         that `policy_share` hands to it (jaxrl attaches the greedy policy of the `bot_policy` run)."""
-        made = Arena(self.size, self.num_snakes, self.num_agents, self.view, self.bot_policy, self.ruleset)
+        made = Arena(self.size, self.num_snakes, self.num_agents, self.view, self.bot_policy, self.ruleset, self.script)
         made._policy, made._versus = policy, self._versus
         return made
 
@@ -255,7 +262,7 @@ class Arena(Env):
 
     # -- seats: head to head, rating, the play page --------------------------------------
 
-    bot_kinds = ("greedy", "random_safe")  # the weakest last: ratings are anchored there
+    bot_kinds = ("greedy", "space", "random_safe")  # the weakest last: ratings are anchored there
     game_settings = ("size", "ruleset")  # the view and the snakes a run trained beside are its own
 
     def game_seats(self, params: EnvParams) -> int:
@@ -269,8 +276,9 @@ class Arena(Env):
     def bot_actions(self, key: jax.Array, state: EnvState, kind: str) -> jax.Array:
         if kind not in self.bot_kinds:
             raise ValueError(f"bot {kind!r} is invalid: the arena's bots are {', '.join(self.bot_kinds)}")
-        scripted = state.replace(greedy=jnp.full_like(state.alive, kind == "greedy"))
-        return ((self.bot_directions(key, scripted) - state.heading + 1) % 4).astype(jnp.int32)
+        scripted = state.replace(greedy=jnp.full_like(state.alive, kind != "random_safe"))
+        script = kind if kind in SCRIPTS else self.script
+        return ((self.bot_directions(key, scripted, script) - state.heading + 1) % 4).astype(jnp.int32)
 
     def seat_alive(self, state: EnvState) -> jax.Array:
         return state.alive
@@ -305,7 +313,12 @@ class Arena(Env):
         elif kind is not None:
             if kind not in self.bot_kinds:
                 raise ValueError(f"opponents={kind} is invalid: allowed {', '.join(self.bot_kinds)} or a policy")
-            greedy = 1.0 if kind == "greedy" else 0.0
+            if kind not in (self.script, "random_safe"):
+                raise ValueError(
+                    f"opponents={kind} is not compiled into this arena's step (env.script={self.script}): train"
+                    f" with env.script={kind}, or meet {kind} head to head (vs={kind})"
+                )
+            greedy = 0.0 if kind == "random_safe" else 1.0
             params = params.replace(greedy_share=fill("greedy_share", greedy), policy_share=fill("policy_share", 0.0))
         return params
 
@@ -590,13 +603,119 @@ class Arena(Env):
         dist = jnp.sum(bits << jnp.arange(planes, dtype=jnp.uint32), axis=1).astype(jnp.int32)
         return jnp.where(targets >= 0, dist, 0)
 
-    def bot_directions(self, key: jax.Array, state: EnvState) -> jax.Array:
+    def _neighbours(self, words: jax.Array) -> jax.Array:
+        """(..., size) row words -> the cells one step from any set cell (across the edges when wrapped)."""
+        full = jnp.uint32((1 << self.size) - 1)
+        if self.wrapped:
+            sideways = (words << 1) | (words >> (self.size - 1)) | (words >> 1) | (words << (self.size - 1))
+            updown = jnp.roll(words, 1, axis=-1) | jnp.roll(words, -1, axis=-1)
+        else:
+            sideways = (words << 1) | (words >> 1)
+            zero = jnp.zeros_like(words[..., :1])
+            updown = jnp.concatenate([words[..., 1:], zero], -1) | jnp.concatenate([zero, words[..., :-1]], -1)
+        return (sideways | updown) & full
+
+    def room(self, state: EnvState, targets: jax.Array, blocked: jax.Array) -> jax.Array:
+        """(m, snakes) cells each snake could reach from each of its `targets` (m, snakes) (-1: none), moving on
+        after entering it: a cell with `life` L is entered at the earliest on the L-th move, once that body
+        has moved off it (a flood fill in time); cells `blocked` (snakes, cells) to that snake are never
+        entered. Counted over 2 * size moves, on row bitboards."""
+        m, n = targets.shape
+        bits = jnp.uint32(1) << jnp.arange(self.size, dtype=jnp.uint32)
+        row, col = jnp.maximum(targets, 0) // self.size, jnp.maximum(targets, 0) % self.size
+        start = jnp.where(
+            (jnp.arange(self.size) == row[..., None]) & (targets[..., None] >= 0), bits[col][..., None], jnp.uint32(0)
+        )  # (m, n, size)
+        closed = jax.vmap(self._pack)(blocked)  # (n, size)
+
+        def grow(moves, reached):
+            free = self._pack(state.life <= moves + 1)  # freed by the move after this one
+            return reached | (self._neighbours(reached) & free & ~closed)
+
+        reached = jax.lax.fori_loop(0, 2 * self.size, grow, start)
+        return jnp.sum(jax.lax.population_count(reached), axis=-1).astype(jnp.int32)
+
+    def _apart(self, a: jax.Array, b: jax.Array) -> jax.Array:
+        """Moves between cells `a` and `b` (elementwise, broadcast) on an empty board (around the edges when
+        wrapped)."""
+        dr, dc = jnp.abs(a // self.size - b // self.size), jnp.abs(a % self.size - b % self.size)
+        if self.wrapped:
+            dr, dc = jnp.minimum(dr, self.size - dr), jnp.minimum(dc, self.size - dc)
+        return dr + dc
+
+    def distances(self, sources: jax.Array, passable: jax.Array) -> jax.Array:
+        """(k, cells) moves from the nearest cell of each of `sources` (k, cells) bool to every cell, over
+        `passable` (cells,) cells; 2 * size + 1 where none is reached within 2 * size moves. Row bitboards,
+        the cells reached each round read back per cell."""
+        far = 2 * self.size + 1
+        usable = self._pack(passable)
+        shifts = jnp.arange(self.size, dtype=jnp.uint32)
+
+        def grow(moves, carry):
+            reached, dist = carry
+            new = self._neighbours(reached) & usable & ~reached
+            cells = ((new[:, :, None] >> shifts) & jnp.uint32(1)).reshape(new.shape[0], -1) > 0
+            return reached | new, jnp.where(cells, moves + 1, dist)
+
+        start = (jax.vmap(self._pack)(sources), jnp.where(sources, 0, far).astype(jnp.int32))
+        return jax.lax.fori_loop(0, 2 * self.size, grow, start)[1]
+
+    def space_scores(self, state: EnvState, turns: list[jax.Array], targets: list[jax.Array]) -> list[jax.Array]:
+        """The space bot's score (lower is better) of each of the three moves `turns` (to `targets`), per
+        snake. Worst first: a cell next to the head of a snake as long or longer (a ghost head: it may move
+        there too); a move after which every next move dies for certain or may meet such a head (two moves
+        ahead); a move into less room than its length (`room`: a flood fill in time, never entering a cell
+        next to another head). Then, when it is not hungry (health beyond reach of the nearest food, and
+        the longest by 2) and some snake is 2 shorter, the way to the nearest such head; else the way to the
+        nearest food it reaches before every snake as long or longer (`distances` from each head); else, with
+        no such food, the most room."""
+        n = self.num_snakes
+        others = state.alive[None, :] & ~jnp.eye(n, dtype=bool)  # (me, them)
+        rival = others & (state.length[None, :] >= state.length[:, None])
+        prey = others & (state.length[None, :] <= state.length[:, None] - 2)
+        near_heads = self._apart(self._cells[:, None], state.head[None, :]) == 1  # (cells, snakes)
+        room = self.room(state, jnp.stack(targets), jnp.any(near_heads[None] & others[:, None, :], axis=2))
+        room = room.astype(jnp.float32)
+        heads = (self._cells[None, :] == state.head[:, None]) & state.alive[:, None]  # (snakes, cells)
+        free = state.life <= 1
+        reach = self.distances(heads, free | jnp.any(heads, axis=0))  # (snakes, cells): from each head
+        first = jnp.min(jnp.where(rival[:, :, None], reach[None], 2 * self.size + 1), axis=1)  # (me, cells)
+        mine = state.food[None, :] & (reach < first)  # food it reaches before every rival
+        to_mine = self.distances(mine, free)
+        longest = jnp.max(jnp.where(others, state.length[None, :], 0), axis=1)
+        food = jnp.min(jnp.where(state.food[None, :], reach, 2 * self.size + 1), axis=1)
+        hungry = (state.health <= food + self.size) | (state.length <= longest + 1)
+        length = state.length.astype(jnp.float32)
+        scores = []
+        for i, target in enumerate(targets):
+            apart = self._apart(target[:, None], state.head[None, :])  # (me, them)
+            ghost = jnp.any((apart == 1) & rival, axis=1)
+            ahead = jnp.zeros(n, bool)  # some next move that neither dies nor may meet a rival's head
+            for turn in (-1, 0, 1):
+                then = self._target(jnp.maximum(target, 0), (turns[i] + turn) % 4)
+                meets = jnp.any((self._apart(then[:, None], state.head[None, :]) == 2) & rival, axis=1)
+                ahead = ahead | ((then >= 0) & ~self._at(state.life >= 3, then) & ~meets)
+            cramped = room[i] < length
+            to_food = jnp.sum(jnp.where(self._cells[None, :] == target[:, None], to_mine, 0), axis=1)
+            aim = jnp.where(jnp.any(mine, axis=1), to_food.astype(jnp.float32), -room[i] / self.size)
+            hunt = jnp.min(jnp.where(prey, apart, 2 * self.size), axis=1).astype(jnp.float32)
+            aim = jnp.where(~hungry & jnp.any(prey, axis=1), hunt, aim)
+            score = ghost * 4.0 * FAR + ~ahead * 3.0 * FAR + cramped * (2.0 * FAR + length - room[i]) + aim
+            if self.royale:  # a hazard costs health: stepped in only for food or to live
+                score = score + self._at(state.hazard & ~state.food, target) * FAR
+            scores.append(score)
+        return scores
+
+    def bot_directions(self, key: jax.Array, state: EnvState, script: str | None = None) -> jax.Array:
         """(snakes,) the direction each snake's bot would move in (learners' entries are computed too).
 
         A move dies for certain when it leaves the board or enters a cell whose count stays above 0
-        (life >= 2). Each bot ranks its three forward moves: certain death last, then (greedy) a cell
-        next to the head of a snake as long or longer, then (greedy) the path length to food; ties at random.
+        (life >= 2). Each bot ranks its three forward moves: certain death last; a bot flagged in `greedy`
+        then plays `script` (default the arena's): greedy ranks a cell next to the head of a snake as long
+        or longer next, then the path length to food; space (`space_scores`) weighs room to live in as
+        well. The others (random_safe) rank only certain death. Ties at random.
         """
+        script = self.script if script is None else script
         turns = [(state.heading + t) % 4 for t in (-1, 0, 1)]  # left, straight, right
         targets = [self._target(state.head, d) for d in turns]
         stays = state.life >= 2
@@ -607,6 +726,7 @@ class Arena(Env):
             state.length[None, :] >= state.length[:, None]
         )  # (me, them): as long or longer
         rivals = rivals & ~jnp.eye(self.num_snakes, dtype=bool)
+        strong = self.space_scores(state, turns, targets) if script == "space" else None
         scores = []
         for i, target in enumerate(targets):
             dies = (target < 0) | self._at(stays, target)
@@ -618,6 +738,8 @@ class Arena(Env):
             if self.royale:  # a hazard costs health: the greedy bot steps in only for food or to live
                 burns = self._at(state.hazard & ~state.food, target)
                 greedy_score = greedy_score + burns.astype(jnp.float32) * FAR
+            if strong is not None:
+                greedy_score = strong[i]
             score = jnp.where(state.greedy, greedy_score, 0.0) + jitter[i] + dies.astype(jnp.float32) * 8 * FAR
             scores.append(score)
         best = jnp.argmin(jnp.stack(scores), axis=0)

@@ -50,6 +50,7 @@ from jaxrl import envs
 from jaxrl.bench import RESULTS, machine
 from jaxrl.bench.common import Context, best_times, compile_timed, fmt_rate, fmt_ratio, log_axes, save_figure
 from jaxrl.bench.parts.env import consume, gymnax_env
+from jaxrl.envs.base import hook, table_params
 
 NAME = "arena"
 TITLE = "Arena: snake-steps/s beside Snake alone, bots against bots, PPO"
@@ -58,7 +59,7 @@ PUFFERLIB_TRAINING = 235.7e3  # PufferLib's published Snake training steps/s: an
 PUFFERLIB_TRAINING_CORES = 10
 PUFFERLIB_MISSING = "PufferLib source not available"
 RULES = ("battlesnake", "pufferlib")
-KINDS = ("greedy", "random_safe")
+KINDS = ("greedy", "space", "random_safe")
 
 
 ACTION_CACHE = 1024  # steps of random actions drawn before the timed loop (as PufferLib's harness caches them)
@@ -369,22 +370,26 @@ def env_speed(ctx: Context) -> list[dict[str, Any]]:
 
 
 def first_seat_games(kind: str, bots: str, games: int, max_steps: int, seed: int = 0) -> dict[str, float]:
-    """The first seat driven by bot `kind` against 3 bots of kind `bots` (4 snakes, 11x11): its win
-    rate, mean placement and final length; a game ends when the first seat dies, or at `max_steps`."""
-    env, params = envs.make("arena")
-    params = params.replace(greedy_share=1.0 if bots == "greedy" else 0.0)
+    """The first seat played by bot `kind` against 3 bots of kind `bots` (4 snakes, 11x11, every seat at the
+    arena's table): its win rate, mean placement and final length; a game ends when the first seat dies,
+    when the game does, or at `max_steps`."""
+    arena, params = envs.make("arena")
+    table = hook(arena, "table")()
+    params = table_params(table, params)
+    first = jnp.arange(table.num_snakes) == 0
 
     def play(key):
-        _, state = env.reset(key, params)
-        state = state.replace(greedy=state.greedy.at[0].set(kind == "greedy"))
+        _, state = table.reset_env(key, params)
 
         def body(carry, key):
             state, done, won, place, length = carry
-            _, state, _, over, info = env.advance(key, state, env.bot_directions(key, state), params)
-            live = ~done
-            done = done | over | (state.time >= max_steps)
-            won = jnp.where(live, info["won"], won)
-            place = jnp.where(live, info["placement"], place)
+            mine, theirs, step = jax.random.split(key, 3)
+            action = jnp.where(first, table.bot_actions(mine, state, kind), table.bot_actions(theirs, state, bots))
+            _, state, _, over, _ = table.step_env(step, state, action, params)
+            live = ~done  # the figures of the step that ends the first seat's game, kept from then on
+            done = done | over | ~state.alive[0] | (state.time >= max_steps)
+            won = jnp.where(live, state.alive[0] & (jnp.sum(state.alive) == 1), won)
+            place = jnp.where(live, table.seat_placement(state, jnp.zeros(table.num_snakes))[0], place)
             length = jnp.where(live, state.length[0], length)
             return (state, done, won, place, length), None
 
@@ -540,6 +545,7 @@ def headlines(out: dict[str, Any]) -> list[dict[str, str]]:
     arena, n_arena = best(out["env"], labels[1])
     default, n_default = best(out["env"], labels[4])
     greedy = next(r for r in out["bots"] if r["seat"] == "greedy" and r["against"] == "3 greedy")
+    space = next(r for r in out["bots"] if r["seat"] == "space" and r["against"] == "3 greedy")
     lines = [
         {
             "what": "Arena 11x11, 4 snakes (3 greedy bots), env only, best num_envs",
@@ -551,6 +557,10 @@ def headlines(out: dict[str, Any]) -> list[dict[str, str]]:
             "what": "Arena bots: a greedy bot against 3 greedy bots",
             "figure": f"wins {greedy['win_rate']:.1%} of {greedy['games']:,} games,"
             f" placement {greedy['placement']:.2f}",
+        },
+        {
+            "what": "Arena bots: a space bot against 3 greedy bots",
+            "figure": f"wins {space['win_rate']:.1%} of {space['games']:,} games, placement {space['placement']:.2f}",
         },
         {"what": "PPO on the arena (shipped config)", "figure": f"{fmt_rate(out['ppo']['sps'])} steps/s"},
         {

@@ -437,3 +437,108 @@ def test_bad_curriculum_bot_counts_are_one_line(tmp_path, capsys):
     code = main(["env=arena", "curriculum=[{steps: 100, num_bots: 5}, {}]", f"run_dir={tmp_path / 'never'}"])
     err = capsys.readouterr().err
     assert code == 2 and "curriculum phase 1: num_bots=5 is invalid: must be an integer from 0 to" in err, err
+
+
+def _played_states(env, games=8, turns=60, seed=0):
+    """Concrete states from games of greedy bots (every snake a bot): bodies, heads and food in play."""
+    params = env.default_params.replace(greedy_share=1.0)
+    table = env.table()
+
+    def play(key):
+        _, s = table.reset_env(key, params)
+
+        def body(s, key):
+            s = table.step_env(key, s, table.bot_actions(key, s, "greedy"), params)[1]
+            return s, s
+
+        return jax.lax.scan(body, s, jax.random.split(key, turns))[1]
+
+    out = jax.device_get(jax.jit(jax.vmap(play))(jax.random.split(jax.random.key(seed), games)))
+    return [jax.tree.map(lambda x, g=g, t=t: x[g, t], out) for g in range(games) for t in range(0, turns, 7)]
+
+
+def _neighbours_of(env, cell):
+    r, c = divmod(cell, env.size)
+    for dr, dc in zip(DROW, DCOL, strict=True):
+        rr, cc = r + dr, c + dc
+        if env.wrapped:
+            rr, cc = rr % env.size, cc % env.size
+        if 0 <= rr < env.size and 0 <= cc < env.size:
+            yield rr * env.size + cc
+
+
+@pytest.mark.parametrize("ruleset", ["standard", "wrapped"])
+def test_room_is_a_flood_fill_in_time_and_distances_a_breadth_first_search(ruleset):
+    env = Arena(size=9, num_snakes=5, num_agents=5, ruleset=ruleset)
+    rng = np.random.default_rng(0)
+    checked = 0
+    for s in _played_states(env):
+        life = np.asarray(s.life)
+        targets = rng.integers(-1, env.num_cells, size=(3, env.num_snakes))
+        blocked = rng.random((env.num_snakes, env.num_cells)) < 0.1
+        room = np.asarray(env.room(s, jnp.asarray(targets), jnp.asarray(blocked)))
+        for m in range(3):
+            for k in range(env.num_snakes):
+                t = int(targets[m, k])
+                reached = set() if t < 0 else {t}
+                for moves in range(2 * env.size):  # a cell with life L is entered at the earliest on move L
+                    grown = {n for c in reached for n in _neighbours_of(env, c)}
+                    reached |= {n for n in grown if life[n] <= moves + 1 and not blocked[k, n]}
+                assert room[m, k] == len(reached), (m, k)
+                checked += 1
+        sources = rng.random((2, env.num_cells)) < 0.05
+        passable = life <= 1
+        dist = np.asarray(env.distances(jnp.asarray(sources), jnp.asarray(passable)))
+        for k in range(2):
+            want = np.full(env.num_cells, 2 * env.size + 1)
+            frontier = list(np.flatnonzero(sources[k]))
+            want[frontier] = 0
+            while frontier:
+                cell = frontier.pop(0)
+                for n in _neighbours_of(env, cell):
+                    if passable[n] and want[n] > want[cell] + 1 and want[cell] + 1 <= 2 * env.size:
+                        want[n] = want[cell] + 1
+                        frontier.append(n)
+            np.testing.assert_array_equal(dist[k], want)
+    assert checked > 500
+
+
+def test_the_space_bot_takes_no_certain_death_or_ghost_head_when_it_has_another_move():
+    env = Arena(size=9, num_snakes=5, num_agents=5)
+    chosen_bad, could_avoid = 0, 0
+    for i, s in enumerate(_played_states(env, seed=1)):
+        actions = np.asarray(env.bot_actions(jax.random.key(i), s, "space"))
+        alive, head, heading = np.asarray(s.alive), np.asarray(s.head), np.asarray(s.heading)
+        length, life = np.asarray(s.length), np.asarray(s.life)
+        for k in np.flatnonzero(alive):
+
+            def bad(direction, k=k):
+                cell = int(env._target(jnp.int32(head[k]), jnp.int32(direction)))
+                if cell < 0 or life[cell] >= 2:
+                    return True
+                return any(
+                    alive[j] and j != k and length[j] >= length[k] and int(env._apart(cell, head[j])) == 1
+                    for j in range(env.num_snakes)
+                )
+
+            options = [bad((heading[k] + t) % 4) for t in (-1, 0, 1)]
+            if not all(options):
+                could_avoid += 1
+                chosen_bad += options[int(actions[k])] if actions[k] < 3 else 1
+    assert could_avoid > 200 and chosen_bad == 0
+
+
+def test_the_step_plays_the_script_it_was_built_with_and_says_what_it_cannot():
+    with pytest.raises(ValueError, match="arena script must be one of greedy, space, got 'smart'"):
+        Arena(script="smart")
+    plain, spaced = Arena(), Arena(script="space")
+    assert spaced.set_bots(spaced.default_params, "space", None).greedy_share == 1.0
+    with pytest.raises(ValueError, match="opponents=space is not compiled into this arena's step"):
+        plain.set_bots(plain.default_params, "space", None)
+    params = spaced.default_params.replace(greedy_share=1.0)
+    _, s = spaced.reset(jax.random.key(0), params)
+    for t in range(20):  # the drawn bots play space: the same moves as the space bot at a table
+        key = jax.random.key(t)
+        bots = np.asarray(spaced.bot_directions(key, s))[1:]
+        assert (bots == np.asarray(spaced.bot_directions(key, s, "space"))[1:]).all()
+        _, s, _, _, _, _ = spaced.step(key, s, jnp.int32(1), params)

@@ -104,7 +104,7 @@ def test_eval_plays_against_the_bot_kind_and_count_asked_for(bot_run, tmp_path, 
     [
         (
             "opponents=smart",
-            "opponents=smart is invalid: allowed greedy, random_safe, a run directory or pretrained:NAME",
+            "opponents=smart is invalid: allowed greedy, space, random_safe, a run directory or pretrained:NAME",
         ),
         ("num_bots=4", "num_bots=4 is invalid: the run's arena has room for 0 to 3 bots"),
     ],

@@ -175,7 +175,12 @@ def test_a_shelf_agent_as_eval_opponents_and_in_a_rating(tmp_path, monkeypatch, 
     assert eval_main(["pretrained:arena-selfplay-v2", "episodes=8", "render=none", "opponents=greedy"]) == 0
     assert rate_main(["pretrained:arena-selfplay-v2", "games=8", f"out={tmp_path / 'ratings'}"]) == 0
     table = json.loads((tmp_path / "ratings" / "ratings.json").read_text())
-    assert {row["player"] for row in table["table"]} == {"pretrained:arena-selfplay-v2", "greedy", "random_safe"}
+    assert {row["player"] for row in table["table"]} == {
+        "pretrained:arena-selfplay-v2",
+        "space",
+        "greedy",
+        "random_safe",
+    }
     capsys.readouterr()
     line = one_line_error(capsys, eval_main(["pretrained:snake-v1", "vs=greedy"]))
     assert "trained on env=snake, a game of one seat" in line
