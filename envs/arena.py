@@ -69,7 +69,9 @@ class EnvState(environment.EnvState):
     health: jax.Array  # (snakes,) int32
     alive: jax.Array  # (snakes,) bool
     playing: jax.Array  # (snakes,) bool, in this game (every learner, and num_bots bots)
-    greedy: jax.Array  # (snakes,) bool, a bot that plays greedy (else random_safe); drawn per game
+    greedy: (
+        jax.Array
+    )  # (snakes,) bool, a bot that plays the arena's script, greedy or space (else random_safe); per game
     policy: jax.Array  # (snakes,) bool, a bot the frozen policy drives (env.bot_policy); drawn per game
     placement: jax.Array  # (snakes,) int32, 1 + snakes that outlived it (0 while alive; 1 for a survivor)
     kills: jax.Array  # (snakes,) int32, snakes whose elimination the engine credits to this one
@@ -277,7 +279,7 @@ class Arena(Env):
         if kind not in self.bot_kinds:
             raise ValueError(f"bot {kind!r} is invalid: the arena's bots are {', '.join(self.bot_kinds)}")
         scripted = state.replace(greedy=jnp.full_like(state.alive, kind != "random_safe"))
-        script = kind if kind in SCRIPTS else self.script
+        script = kind if kind in SCRIPTS else "greedy"  # random_safe: no bot is flagged, no script is needed
         return ((self.bot_directions(key, scripted, script) - state.heading + 1) % 4).astype(jnp.int32)
 
     def seat_alive(self, state: EnvState) -> jax.Array:
@@ -616,11 +618,11 @@ class Arena(Env):
         return (sideways | updown) & full
 
     def room(self, state: EnvState, targets: jax.Array, blocked: jax.Array) -> jax.Array:
-        """(m, snakes) cells each snake could reach from each of its `targets` (m, snakes) (-1: none), moving on
-        after entering it: a cell with `life` L is entered at the earliest on the L-th move, once that body
-        has moved off it (a flood fill in time); cells `blocked` (snakes, cells) to that snake are never
-        entered. Counted over 2 * size moves, on row bitboards."""
-        m, n = targets.shape
+        """(m, snakes) cells each snake could reach from each of its `targets` (m, snakes) (-1: none), entered
+        on the first move: a breadth-first search in time, where a body cell with `life` L can be entered on
+        move L at the earliest (that body has moved off it; never under constrictor, where bodies stay) and
+        the search takes each cell at its earliest arrival; cells `blocked` (snakes, cells) to that snake are
+        never entered. Over 2 * size moves, on row bitboards."""
         bits = jnp.uint32(1) << jnp.arange(self.size, dtype=jnp.uint32)
         row, col = jnp.maximum(targets, 0) // self.size, jnp.maximum(targets, 0) % self.size
         start = jnp.where(
@@ -628,11 +630,13 @@ class Arena(Env):
         )  # (m, n, size)
         closed = jax.vmap(self._pack)(blocked)  # (n, size)
 
-        def grow(moves, reached):
-            free = self._pack(state.life <= moves + 1)  # freed by the move after this one
-            return reached | (self._neighbours(reached) & free & ~closed)
+        def grow(moves, carry):
+            reached, frontier = carry
+            opens = state.life == 0 if self.constrictor else state.life <= moves + 2  # free on move moves + 2
+            new = self._neighbours(frontier) & self._pack(opens) & ~closed & ~reached
+            return reached | new, new
 
-        reached = jax.lax.fori_loop(0, 2 * self.size, grow, start)
+        reached, _ = jax.lax.fori_loop(0, 2 * self.size, grow, (start, start))
         return jnp.sum(jax.lax.population_count(reached), axis=-1).astype(jnp.int32)
 
     def _apart(self, a: jax.Array, b: jax.Array) -> jax.Array:
@@ -677,8 +681,8 @@ class Arena(Env):
         room = self.room(state, jnp.stack(targets), jnp.any(near_heads[None] & others[:, None, :], axis=2))
         room = room.astype(jnp.float32)
         heads = (self._cells[None, :] == state.head[:, None]) & state.alive[:, None]  # (snakes, cells)
-        free = state.life <= 1
-        reach = self.distances(heads, free | jnp.any(heads, axis=0))  # (snakes, cells): from each head
+        free = state.life == 0 if self.constrictor else state.life <= 1
+        reach = self.distances(heads, free)  # (snakes, cells): from each head
         first = jnp.min(jnp.where(rival[:, :, None], reach[None], 2 * self.size + 1), axis=1)  # (me, cells)
         mine = state.food[None, :] & (reach < first)  # food it reaches before every rival
         to_mine = self.distances(mine, free)
@@ -691,18 +695,20 @@ class Arena(Env):
             apart = self._apart(target[:, None], state.head[None, :])  # (me, them)
             ghost = jnp.any((apart == 1) & rival, axis=1)
             ahead = jnp.zeros(n, bool)  # some next move that neither dies nor may meet a rival's head
+            stays = state.life >= 1 if self.constrictor else state.life >= 3  # still a body on the second move
             for turn in (-1, 0, 1):
                 then = self._target(jnp.maximum(target, 0), (turns[i] + turn) % 4)
                 meets = jnp.any((self._apart(then[:, None], state.head[None, :]) == 2) & rival, axis=1)
-                ahead = ahead | ((then >= 0) & ~self._at(state.life >= 3, then) & ~meets)
+                ahead = ahead | ((then >= 0) & ~self._at(stays, then) & ~meets)
             cramped = room[i] < length
             to_food = jnp.sum(jnp.where(self._cells[None, :] == target[:, None], to_mine, 0), axis=1)
-            aim = jnp.where(jnp.any(mine, axis=1), to_food.astype(jnp.float32), -room[i] / self.size)
+            aim = jnp.where(jnp.any(mine, axis=1), to_food.astype(jnp.float32), -room[i])
             hunt = jnp.min(jnp.where(prey, apart, 2 * self.size), axis=1).astype(jnp.float32)
             aim = jnp.where(~hungry & jnp.any(prey, axis=1), hunt, aim)
-            score = ghost * 4.0 * FAR + ~ahead * 3.0 * FAR + cramped * (2.0 * FAR + length - room[i]) + aim
+            # worst first, each above everything after it and all below a certain death (8 * FAR)
+            score = ghost * 2.0 * FAR + ~ahead * 1.0 * FAR + cramped * (0.5 * FAR + length - room[i]) + aim
             if self.royale:  # a hazard costs health: stepped in only for food or to live
-                score = score + self._at(state.hazard & ~state.food, target) * FAR
+                score = score + self._at(state.hazard & ~state.food, target) * (0.25 * FAR)
             scores.append(score)
         return scores
 
