@@ -472,11 +472,12 @@ def test_room_is_a_flood_fill_in_time_and_distances_a_breadth_first_search(rules
     env = Arena(size=9, num_snakes=5, num_agents=5, ruleset=ruleset)
     rng = np.random.default_rng(0)
     checked = 0
+    room_of, distances_of = jax.jit(env.room), jax.jit(env.distances)
     for s in _played_states(env):
         life = np.asarray(s.life)
         targets = rng.integers(-1, env.num_cells, size=(3, env.num_snakes))
         blocked = rng.random((env.num_snakes, env.num_cells)) < 0.1
-        room = np.asarray(env.room(s, jnp.asarray(targets), jnp.asarray(blocked)))
+        room = np.asarray(room_of(s, jnp.asarray(targets), jnp.asarray(blocked)))
         for m in range(3):
             for k in range(env.num_snakes):
                 t = int(targets[m, k])
@@ -494,7 +495,7 @@ def test_room_is_a_flood_fill_in_time_and_distances_a_breadth_first_search(rules
                 checked += 1
         sources = rng.random((2, env.num_cells)) < 0.05
         passable = life <= 1
-        dist = np.asarray(env.distances(jnp.asarray(sources), jnp.asarray(passable)))
+        dist = np.asarray(distances_of(jnp.asarray(sources), jnp.asarray(passable)))
         for k in range(2):
             want = np.full(env.num_cells, 2 * env.size + 1)
             frontier = list(np.flatnonzero(sources[k]))
@@ -511,23 +512,25 @@ def test_room_is_a_flood_fill_in_time_and_distances_a_breadth_first_search(rules
 
 def test_the_space_bot_takes_no_certain_death_or_ghost_head_when_it_has_another_move():
     env = Arena(size=9, num_snakes=5, num_agents=5)
+    space = jax.jit(lambda key, s: env.bot_actions(key, s, "space"))
     chosen_bad, could_avoid = 0, 0
     for i, s in enumerate(_played_states(env, seed=1)):
-        actions = np.asarray(env.bot_actions(jax.random.key(i), s, "space"))
+        actions = np.asarray(space(jax.random.key(i), s))
         alive, head, heading = np.asarray(s.alive), np.asarray(s.head), np.asarray(s.heading)
         length, life = np.asarray(s.length), np.asarray(s.life)
         for k in np.flatnonzero(alive):
+            r, c = divmod(int(head[k]), env.size)
 
-            def bad(direction, k=k):
-                cell = int(env._target(jnp.int32(head[k]), jnp.int32(direction)))
-                if cell < 0 or life[cell] >= 2:
+            def bad(direction, k=k, r=r, c=c):
+                rr, cc = r + DROW[direction], c + DCOL[direction]
+                if not (0 <= rr < env.size and 0 <= cc < env.size) or life[rr * env.size + cc] >= 2:
                     return True
                 return any(
-                    alive[j] and j != k and length[j] >= length[k] and int(env._apart(cell, head[j])) == 1
-                    for j in range(env.num_snakes)
+                    alive[j] and j != k and length[j] >= length[k] and abs(rr - hr) + abs(cc - hc) == 1
+                    for j, (hr, hc) in enumerate(divmod(int(h), env.size) for h in head)
                 )
 
-            options = [bad((heading[k] + t) % 4) for t in (-1, 0, 1)]
+            options = [bad(int((heading[k] + t) % 4)) for t in (-1, 0, 1)]
             if not all(options):
                 could_avoid += 1
                 chosen_bad += options[int(actions[k])] if actions[k] < 3 else 1
@@ -544,12 +547,15 @@ def test_the_step_plays_the_script_it_was_built_with_and_says_what_it_cannot():
     params = spaced.default_params.replace(greedy_share=1.0)
     _, s = spaced.reset(jax.random.key(0), params)
     differ = 0
+    space = jax.jit(lambda key, s: plain.bot_directions(key, s, "space"))
+    greedy = jax.jit(plain.bot_directions)
+    step = jax.jit(lambda key, s: spaced.step_env(key, s, jnp.int32(1), params)[1])
     for t in range(40):  # the step's bots move as space at a table would, and not always as greedy
         key = jax.random.key(t)
-        want = np.asarray(plain.bot_directions(key, s, "space"))
-        differ += int((want != np.asarray(plain.bot_directions(key, s))).sum())
+        want = np.asarray(space(key, s))
+        differ += int((want != np.asarray(greedy(key, s))).sum())
         before = np.asarray(s.alive)
-        _, s, _, _, _ = spaced.step_env(key, s, jnp.int32(1), params)
+        s = step(key, s)
         moved = before & np.asarray(s.alive)
         np.testing.assert_array_equal(np.asarray(s.heading)[1:][moved[1:]], want[1:][moved[1:]])
     assert differ > 0
