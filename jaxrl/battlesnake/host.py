@@ -22,7 +22,7 @@ import jax
 
 from jaxrl.config.compose import UsageError
 from jaxrl.trained.hosted import Host
-from jaxrl.trained.http import HttpSnake, latency_line
+from jaxrl.trained.http import HttpSnake, is_url, latency_line
 
 MAX_TURNS = 100_000  # a game the rules never end (a solo snake that never starves cannot: health falls)
 
@@ -49,7 +49,7 @@ class LocalSnake:
 
 def seat(target: str, timeout_ms: int) -> HttpSnake | LocalSnake:
     """A player of a target: an HTTP snake, a run, pretrained:NAME, or a bot."""
-    if target.startswith(("http://", "https://")):
+    if is_url(target):
         return HttpSnake(target, timeout_ms)
     return LocalSnake(target)
 

@@ -138,12 +138,13 @@ PLAY_NUMBERS = {"games": (1, 100_000), "size": (5, 32), "timeout": (1, 60_000), 
 def play_main(argv: list[str]) -> int:
     from jaxrl.battlesnake import arena_class
     from jaxrl.battlesnake.host import play, report
+    from jaxrl.trained.http import is_url
 
     settings: dict = dict(PLAY)
     targets = []
     for item in argv:
         key, eq, value = item.partition("=")
-        if not eq or item.startswith(("http://", "https://")):
+        if not eq or is_url(item):
             targets.append(item)
             continue
         if key not in settings:

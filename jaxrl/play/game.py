@@ -119,6 +119,11 @@ class Mode:
         numbers, value = self._readout(params[0], carry, obs, focus)
         return key, state, obs, (carry, *carries[1:]), action, reward, done, info, numbers, value
 
+    def _bot_actions(self, key: jax.Array, state: Any, kind: str, seated: jax.Array) -> jax.Array:
+        """Bot `kind`'s actions at the table, computed only when it holds a seat (one world: a real branch)."""
+        act = lambda: hook(self.env, "bot_actions")(key, state, kind).astype(jnp.int32)
+        return jax.lax.cond(jnp.any(seated), act, lambda: jnp.ones(self.seats, jnp.int32))
+
     def _table_step(self, key, state, obs, carries, person_action, person_on, owners, focus, params):
         key, act_key, step_key = KeyChain(0).advance(key)
         players, kinds = self.table.players, self.table.bot_kinds
@@ -134,7 +139,7 @@ class Mode:
         choices = [  # indexed by owner: PERSON, POLICY, BOT + each bot kind, then the other players
             jnp.full(self.seats, person_action, jnp.int32),
             acted[0][1],
-            *(hook(rules, "bot_actions")(keys[len(players) + i], state, kind) for i, kind in enumerate(kinds)),
+            *(self._bot_actions(keys[len(players) + i], state, k, owners == BOT + i) for i, k in enumerate(kinds)),
             *(a for _, a in acted[1:]),
         ]
         action = jnp.select([owners == k for k in range(len(choices))], choices, 1).astype(jnp.int32)
