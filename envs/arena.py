@@ -26,7 +26,8 @@ from jaxrl.envs.spaces import agents_box
 
 CHANNELS = ("own body", "other bodies", "other heads", "heads at least as long", "food", "wall", "health", "hazard")
 RULESETS = ("standard", "solo", "wrapped", "constrictor", "wrapped_constrictor", "royale")
-SCRIPTS = ("greedy", "space")  # the scripted bots a step can compile for its drawn bots (`script`)
+SCRIPTS = ("greedy", "space", "lookahead")  # the scripted bots a step can compile for its drawn bots (`script`)
+LOOK_RIVALS = 3  # the lookahead bot searches the joint replies (3 ** this) of this many nearest heads
 # An elimination's cause, coded as the engine names it (index 0: not eliminated).
 CAUSES = ("", "snake-collision", "snake-self-collision", "out-of-health", "head-collision", "wall-collision", "hazard")
 SNAKE_HIT, SELF_HIT, STARVED, HEAD_HIT, WALL_HIT, HAZARD = range(1, 7)
@@ -233,6 +234,15 @@ class Arena(Env):
         made._policy, made._versus = policy, self._versus
         return made
 
+    def with_script(self, kind: str) -> Arena:
+        """This arena with the bots drawn by `greedy_share` playing `kind` in its step (evaluation against a
+        scripted kind the run did not train with); itself for a kind that needs no script (random_safe)."""
+        if kind not in SCRIPTS or kind == self.script:
+            return self
+        made = Arena(self.size, self.num_snakes, self.num_agents, self.view, self.bot_policy, self.ruleset, kind)
+        made._policy, made._versus = self._policy, self._versus
+        return made
+
     # -- opponents given from outside (jaxrl's self-play: a pool of past policies drives the bots) ----
 
     @property
@@ -264,7 +274,7 @@ class Arena(Env):
 
     # -- seats: head to head, rating, the play page --------------------------------------
 
-    bot_kinds = ("greedy", "space", "random_safe")  # the weakest last: ratings are anchored there
+    bot_kinds = ("greedy", "space", "lookahead", "random_safe")  # the weakest last: ratings are anchored there
     game_settings = ("size", "ruleset")  # the view and the snakes a run trained beside are its own
 
     def game_seats(self, params: EnvParams) -> int:
@@ -617,22 +627,31 @@ class Arena(Env):
             updown = jnp.concatenate([words[..., 1:], zero], -1) | jnp.concatenate([zero, words[..., :-1]], -1)
         return (sideways | updown) & full
 
-    def room(self, state: EnvState, targets: jax.Array, blocked: jax.Array) -> jax.Array:
-        """(m, snakes) cells each snake could reach from each of its `targets` (m, snakes) (-1: none), entered
-        on the first move: a breadth-first search in time, where a body cell with `life` L can be entered on
-        move L at the earliest (that body has moved off it; never under constrictor, where bodies stay) and
-        the search takes each cell at its earliest arrival; cells `blocked` (snakes, cells) to that snake are
-        never entered. Over 2 * size moves, on row bitboards."""
+    def _cell_words(self, cells: jax.Array) -> jax.Array:
+        """(...,) cells -> (..., size) row words with each cell's bit (none for -1)."""
         bits = jnp.uint32(1) << jnp.arange(self.size, dtype=jnp.uint32)
-        row, col = jnp.maximum(targets, 0) // self.size, jnp.maximum(targets, 0) % self.size
-        start = jnp.where(
-            (jnp.arange(self.size) == row[..., None]) & (targets[..., None] >= 0), bits[col][..., None], jnp.uint32(0)
-        )  # (m, n, size)
+        row, col = jnp.maximum(cells, 0) // self.size, jnp.maximum(cells, 0) % self.size
+        return jnp.where(
+            (jnp.arange(self.size) == row[..., None]) & (cells[..., None] >= 0), bits[col][..., None], jnp.uint32(0)
+        )
+
+    def room(
+        self, state: EnvState, targets: jax.Array, blocked: jax.Array, on_move: int = 1, behind: jax.Array | None = None
+    ) -> jax.Array:
+        """(m, snakes) cells each snake could reach from each of its `targets` (m, snakes) (-1: none), entered
+        on move `on_move`: a breadth-first search in time, where a body cell with `life` L can be entered on
+        move L at the earliest (that body has moved off it; never under constrictor, where bodies stay) and
+        the search takes each cell at its earliest arrival; cells `blocked` (snakes, cells) to that snake, and
+        the cell `behind` (m, snakes) each target (the snake's own neck), are never entered. Over 2 * size
+        moves, on row bitboards."""
+        start = self._cell_words(targets)  # (m, n, size)
         closed = jax.vmap(self._pack)(blocked)  # (n, size)
+        if behind is not None:
+            closed = closed | self._cell_words(behind)
 
         def grow(moves, carry):
             reached, frontier = carry
-            opens = state.life == 0 if self.constrictor else state.life <= moves + 2  # free on move moves + 2
+            opens = state.life == 0 if self.constrictor else state.life <= moves + on_move + 1  # free then
             new = self._neighbours(frontier) & self._pack(opens) & ~closed & ~reached
             return reached | new, new
 
@@ -712,6 +731,139 @@ class Arena(Env):
             scores.append(score)
         return scores
 
+    def lookahead_scores(self, state: EnvState, turns: list[jax.Array], targets: list[jax.Array]) -> list[jax.Array]:
+        """The lookahead bot's score (lower is better) of each of the three moves `turns` (to `targets`), per
+        snake: a search two turns deep over simultaneous moves, maximin against the joint replies of the
+        LOOK_RIVALS nearest heads (the others are bodies that move off their tails).
+
+        A leaf (my two moves, each rival's two replies) is a death of mine (the first turn worse than the
+        second: off the board, a body, starving, a head at least as long, the cell a rival's head just left),
+        else its value: the room after the two moves (`room`, capped at twice the length; less than the length
+        is cramped), food eaten when hungry, a hazard entered, and a bonus for each rival that cannot avoid
+        dying. A move's value is the worst over the rivals' first replies of the best second move against
+        the worst second replies; the per-rival terms combine monotonically (the worst death, the sum of
+        kills), so each rival's second reply is minimized on its own and the first replies jointly. Ties go
+        to the way to food when hungry, else to a head 2 shorter (as `space_scores`)."""
+        n, size = self.num_snakes, self.size
+        look = min(LOOK_RIVALS, n - 1)
+        stays1 = state.life >= 2  # a body cell still there after one move
+        stays2 = state.life >= 1 if self.constrictor else state.life >= 3  # and after two
+        length, health = state.length, state.health
+        others = state.alive[None, :] & ~jnp.eye(n, dtype=bool) & state.alive[:, None]  # (me, them)
+        longest = jnp.max(jnp.where(others, length[None, :], 0), axis=1)
+        food_at = lambda cells: self._at(state.food, cells)
+        harm_at = lambda cells: self._at(state.hazard & ~state.food, cells)
+        # My two moves: a the first (3), c the second (3); (n, 3) and (n, 3, 3) cells.
+        t1 = jnp.stack(targets, axis=1)
+        t2 = jnp.stack(
+            [
+                jnp.stack([self._target(jnp.maximum(t1[:, a], 0), (turns[a] + c - 1) % 4) for c in range(3)], 1)
+                for a in range(3)
+            ],
+            axis=1,
+        )
+        flat1, flat2 = t1.reshape(-1), t2.reshape(-1)
+        eat1 = food_at(flat1).reshape(n, 3)
+        eat2 = food_at(flat2).reshape(n, 3, 3)
+        dies1 = (t1 < 0) | self._at(stays1, flat1).reshape(n, 3) | ((health[:, None] <= 1) & ~eat1)
+        dies2 = (t2 < 0) | self._at(stays2, flat2).reshape(n, 3, 3)
+        dies2 = dies2 | ((health[:, None, None] <= 2) & ~eat1[:, :, None] & ~eat2)
+        # A tail due to leave on the second move stays when its snake ate on the first.
+        holder = (self._at(state.owner.astype(jnp.int32) + 1, flat2) - 1).reshape(n, 3, 3)
+        tail2 = (self._at(state.life, flat2) == 2).reshape(n, 3, 3) & (not self.constrictor)
+        dies2 = dies2 | (eat1[:, :, None] & tail2 & (holder == jnp.arange(n)[:, None, None]))
+        grown = length[:, None, None] + eat1[:, :, None] + eat2  # (n, 3, 3)
+        # Room after my two moves, its own neck closed: 9 searches per snake.
+        rooms = self.room(
+            state,
+            jnp.moveaxis(t2, 0, -1).reshape(9, n),
+            jnp.zeros((n, self.num_cells), bool),
+            on_move=2,
+            behind=jnp.moveaxis(jnp.repeat(t1[:, :, None], 3, axis=2), 0, -1).reshape(9, n),
+        )
+        rooms = jnp.moveaxis(rooms.reshape(3, 3, n), -1, 0).astype(jnp.float32)  # (n, a, c)
+        food = self.food_distance(state, flat1).reshape(n, 3).astype(jnp.float32)
+        min_food = jnp.min(jnp.where(t1 >= 0, food, 2 * size), axis=1)
+        hungry = (health <= min_food + size) | (length <= longest + 1)
+        fed = (eat1[:, :, None] | eat2).astype(jnp.float32) * jnp.where(hungry, 4.0 * size, 1.0)[:, None, None]
+        value = jnp.minimum(rooms, 2.0 * grown) + fed
+        value = jnp.where(rooms < grown, value - 2.0 * FAR, value)  # cramped
+        if self.royale:
+            value = value - (harm_at(flat1).reshape(n, 3, 1) + harm_at(flat2).reshape(n, 3, 3)) * (0.25 * FAR)
+        death = jnp.where(dies1[:, :, None], -8.0 * FAR, jnp.where(dies2, -6.0 * FAR, 0.0))  # (n, a, c)
+        kill = 0.5 * FAR
+        if look:
+            # The nearest rivals within 4 moves (none farther can meet me in two turns); (n, R) each.
+            apart = jnp.where(others, self._apart(state.head[:, None], state.head[None, :]), 4 * size)
+            near, rival = jax.lax.top_k(-apart, look)
+            live = -near <= 4
+            take = lambda x: jnp.take(x, rival)  # (n, R)
+            head_j, heading_j, length_j, health_j = take(state.head), take(state.heading), take(length), take(health)
+            u1 = jnp.stack([self._target(head_j, (heading_j + b - 1) % 4) for b in range(3)], -1)  # (n, R, b)
+            u2 = jnp.stack(
+                [
+                    jnp.stack(
+                        [self._target(jnp.maximum(u1[..., b], 0), (heading_j + b - 1 + d - 1) % 4) for d in range(3)],
+                        -1,
+                    )
+                    for b in range(3)
+                ],
+                axis=-2,
+            )  # (n, R, b, d)
+            ate = food_at(u1.reshape(-1)).reshape(u1.shape)
+            gone1 = (u1 < 0) | self._at(stays1, u1.reshape(-1)).reshape(u1.shape) | ((health_j[..., None] <= 1) & ~ate)
+            gone2 = (u2 < 0) | self._at(stays2, u2.reshape(-1)).reshape(u2.shape)
+            gone2 = gone2 | (
+                (health_j[..., None, None] <= 2) & ~ate[..., None] & ~food_at(u2.reshape(-1)).reshape(u2.shape)
+            )
+            # Axes (n, R, a, b, c, d): my first move, its first reply, my second, its second.
+            T1 = t1[:, None, :, None, None, None]
+            T2 = t2[:, None, :, None, :, None]
+            U1 = u1[:, :, None, :, None, None]
+            U2 = u2[:, :, None, :, None, :]
+            Li = length[:, None, None, None, None, None]
+            Lj = length_j[:, :, None, None, None, None]
+            meet1 = (T1 == U1) & (T1 >= 0)
+            lose1 = meet1 & (Lj >= Li)
+            out1 = gone1[:, :, None, :, None, None] | (meet1 & (Li > Lj))
+            Li1 = Li + eat1[:, None, :, None, None, None]
+            Lj1 = Lj + ate[:, :, None, :, None, None]
+            meet2 = (T2 == U2) & (T2 >= 0)
+            its_tail = (ate[:, :, None, :, None, None] & tail2[:, None, :, None, :, None]) & (
+                holder[:, None, :, None, :, None] == rival[:, :, None, None, None, None]
+            )
+            lose2 = (T2 == U1) | its_tail | (meet2 & (Lj1 >= Li1))  # its neck or grown tail, a head as long
+            out2 = gone2[:, :, None, :, None, :] | (U2 == T1) | (meet2 & (Li1 > Lj1))
+            pair = jnp.where(
+                lose1, -8.0 * FAR, jnp.where(out1, kill, jnp.where(lose2, -6.0 * FAR, jnp.where(out2, kill, 0.0)))
+            )
+            pair = jnp.where(live[:, :, None, None, None, None], pair, 0.0)
+            pair = jnp.min(pair, axis=-1)  # each rival's worst second reply: (n, R, a, b, c)
+            # Its first replies jointly: (n, a, b_1, ..., b_R, c).
+            worst = jnp.zeros((n, 3) + (1,) * look + (3,))
+            kills = jnp.zeros((n, 3) + (1,) * look + (3,))
+            for r in range(look):
+                shape = (n, 3) + tuple(3 if k == r else 1 for k in range(look)) + (3,)
+                term = pair[:, r].reshape(shape)
+                worst = jnp.minimum(worst, term)
+                kills = kills + jnp.maximum(term, 0.0)
+            expand = lambda x: x.reshape((n, 3) + (1,) * look + (3,))
+            death = jnp.minimum(expand(death), worst)
+            value = expand(value) + kills
+        leaf = jnp.where(death < 0, death, value)
+        best = jnp.max(leaf, axis=-1)  # my best second move
+        move = jnp.min(best.reshape(n, 3, -1), axis=-1)  # against their worst first replies: (n, a)
+        prey = others & (length[None, :] <= length[:, None] - 2)
+        hunt = jnp.stack(
+            [
+                jnp.min(jnp.where(prey, self._apart(t1[:, a, None], state.head[None, :]), 2 * size), axis=1)
+                for a in range(3)
+            ],
+            axis=1,
+        ).astype(jnp.float32)
+        aim = jnp.where(hungry[:, None] | ~jnp.any(prey, axis=1)[:, None], jnp.where(hungry[:, None], food, 0.0), hunt)
+        return [aim[:, a] - move[:, a] for a in range(3)]
+
     def bot_directions(self, key: jax.Array, state: EnvState, script: str | None = None) -> jax.Array:
         """(snakes,) the direction each snake's bot would move in (learners' entries are computed too).
 
@@ -732,7 +884,8 @@ class Arena(Env):
             state.length[None, :] >= state.length[:, None]
         )  # (me, them): as long or longer
         rivals = rivals & ~jnp.eye(self.num_snakes, dtype=bool)
-        strong = self.space_scores(state, turns, targets) if script == "space" else None
+        strong = {"space": self.space_scores, "lookahead": self.lookahead_scores}.get(script)
+        strong = strong(state, turns, targets) if strong else None
         scores = []
         for i, target in enumerate(targets):
             dies = (target < 0) | self._at(stays, target)

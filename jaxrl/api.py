@@ -229,8 +229,9 @@ class Run:
 
     def play_against(self, other: Any, episodes: int = 1000, seed: int = 0, step: int | None = None) -> dict:
         """Head-to-head games at this run's env's table of its greedy policy against `other` (a Run, a run
-        directory, `PATH@STEP`, or one of the env's bots: the arena's "greedy" | "random_safe"), seats rotated:
-        {"a_wins", "b_wins", "draws", "a_score", "a_placement", "b_placement", ...}, this run as `a`."""
+        directory, `PATH@STEP`, or one of the env's bots: the arena's "greedy" | "space" | "lookahead" |
+        "random_safe"), seats rotated: {"a_wins", "b_wins", "draws", "a_score", "a_placement", "b_placement",
+        ...}, this run as `a`."""
         from jaxrl.trained import headtohead
 
         me = headtohead.player(f"{self.run_dir}@{step}" if step is not None else self, load, flag="run")

@@ -15,6 +15,9 @@
   right before it, and where a self-play step's time goes at the config's num_envs: the env step with
   the bots against the env step with given opponents, the opponents' views, their forward pass through
   the pool's segments, and one forward pass shared by all (the floor no per-game choice can beat).
+- League: the league recipe (`experiment=arena_league`: half the worlds play scripted kinds drawn per game,
+  half a pool of 8) beside the self-play recipe it extends, measured side by side, and one vector step of
+  each scripted kind's moves at the recipe's num_envs.
 - PufferLib's configuration: `env=arena_open` (envs/arena_open.py) on PufferLib Snake's default map per
   world (640x360, 256 snakes, 4096 food, an 11x11 crop: its vision 5), env only against the number of
   worlds, under both rule sets (Battlesnake's, and PufferLib's own: `env.rules=pufferlib`,
@@ -59,7 +62,7 @@ PUFFERLIB_TRAINING = 235.7e3  # PufferLib's published Snake training steps/s: an
 PUFFERLIB_TRAINING_CORES = 10
 PUFFERLIB_MISSING = "PufferLib source not available"
 RULES = ("battlesnake", "pufferlib")
-KINDS = ("greedy", "space", "random_safe")
+KINDS = ("greedy", "space", "lookahead", "random_safe")
 
 
 ACTION_CACHE = 1024  # steps of random actions drawn before the timed loop (as PufferLib's harness caches them)
@@ -452,6 +455,61 @@ def selfplay_speed(ctx: Context) -> dict[str, Any]:
     return out
 
 
+RECIPE = ["selfplay.start=1", "selfplay.snapshot_every=2"]  # the pool full within the warm-up
+
+
+def league_speed(ctx: Context) -> dict[str, Any]:
+    """The league recipe (experiment=arena_league) beside the self-play recipe it extends (experiment=
+    arena_selfplay), steps/s side by side (twice, interleaved), and what one vector step of each scripted kind's
+    moves costs at the recipe's num_envs."""
+    from jaxrl import build
+    from jaxrl.bench.parts.train import timed_chunk
+    from jaxrl.config.compose import compose_config
+    from jaxrl.config.environment import make_env
+
+    small = ctx.pick(["num_envs=16", "algo.num_steps=8"], [], [])
+    target = ctx.pick(256, 400_000, 4_000_000)
+    rows = []
+    for _ in range(ctx.pick(1, 1, 2)):
+        for label in ("arena_selfplay", "arena_league"):
+            cfg, _ = compose_config([f"experiment={label}", *small, *RECIPE, "progress=false"])
+            updates = max(2, target // build.program(cfg).steps_per_update)
+            rows.append({"label": label, **timed_chunk(cfg, updates, warmup=8)})
+    mean = lambda label: float(np.mean([r["sps"] for r in rows if r["label"] == label]))
+    out = {"rows": rows, "selfplay_sps": mean("arena_selfplay"), "league_sps": mean("arena_league")}
+    out["ratio"] = out["league_sps"] / out["selfplay_sps"]
+    cfg, _ = compose_config(["experiment=arena_league", *small, "progress=false"])
+    env, params = make_env(cfg)
+    worlds = cfg.num_envs
+    _, state = jax.vmap(env.reset, in_axes=(0, None))(jax.random.split(jax.random.key(0), worlds), params)
+    keys = jax.random.split(jax.random.key(1), worlds)
+    out["kind_ms"] = {
+        kind: best_ms(jax.vmap(lambda k, s, kind=kind: env.bot_actions(k, s, kind)), (keys, state))
+        for kind in cfg.selfplay.league
+    }
+    out["num_envs"] = worlds
+    ctx.say(
+        f"league recipe {fmt_rate(out['league_sps'])} steps/s vs self-play recipe {fmt_rate(out['selfplay_sps'])}"
+        f" ({fmt_ratio(out['ratio'])}); one vector step of bot moves at {worlds} worlds, ms: "
+        + ", ".join(f"{k} {v:.2f}" for k, v in out["kind_ms"].items())
+    )
+    return out
+
+
+def best_ms(fn: Any, args: tuple) -> float:
+    """Milliseconds per call of jitted `fn(*args)`: the best of 5 rounds of 20 calls each."""
+    f = jax.jit(fn)
+    jax.block_until_ready(f(*args))
+    rounds = []
+    for _ in range(5):
+        t0 = time.perf_counter()
+        for _ in range(20):
+            r = f(*args)
+        jax.block_until_ready(r)
+        rounds.append((time.perf_counter() - t0) / 20 * 1e3)
+    return min(rounds)
+
+
 def selfplay_split(small: list[str]) -> dict[str, float]:
     """Milliseconds per vector step of a self-play batch's pieces, every self-play world playing one of 8
     distinct snapshots (best of 5 rounds of 20 calls each)."""
@@ -495,19 +553,7 @@ def selfplay_split(small: list[str]) -> dict[str, float]:
         "one shared forward (floor)": (lambda w, o: vec.scores(w, None, o)[1], (one, flat)),
         "self-play vector step": (lambda k, s, a, p: vec.step(k, s, a, p)[0], (keys, state, action, params)),
     }
-    out = {}
-    for name, (fn, args) in pieces.items():
-        f = jax.jit(fn)
-        jax.block_until_ready(f(*args))
-        rounds = []
-        for _ in range(5):
-            t0 = time.perf_counter()
-            for _ in range(20):
-                r = f(*args)
-            jax.block_until_ready(r)
-            rounds.append((time.perf_counter() - t0) / 20 * 1e3)
-        out[name] = min(rounds)
-    return out
+    return {name: best_ms(fn, args) for name, (fn, args) in pieces.items()}
 
 
 def run(ctx: Context) -> dict[str, Any]:
@@ -519,6 +565,7 @@ def run(ctx: Context) -> dict[str, Any]:
         "bots": bot_table(ctx),
         "ppo": ppo_speed(ctx),
         "selfplay": selfplay_speed(ctx),
+        "league": league_speed(ctx),
     }
     out["ppo"]["config"] = "env=arena (configs/tuned/ppo_arena.yaml)"
     ctx.say(f"PPO on the arena: {fmt_rate(out['ppo']['sps'])} steps/s (compile {out['ppo']['compile_s']:.1f} s)")
@@ -546,6 +593,7 @@ def headlines(out: dict[str, Any]) -> list[dict[str, str]]:
     default, n_default = best(out["env"], labels[4])
     greedy = next(r for r in out["bots"] if r["seat"] == "greedy" and r["against"] == "3 greedy")
     space = next(r for r in out["bots"] if r["seat"] == "space" and r["against"] == "3 greedy")
+    look = next(r for r in out["bots"] if r["seat"] == "lookahead" and r["against"] == "3 greedy")
     lines = [
         {
             "what": "Arena 11x11, 4 snakes (3 greedy bots), env only, best num_envs",
@@ -562,11 +610,20 @@ def headlines(out: dict[str, Any]) -> list[dict[str, str]]:
             "what": "Arena bots: a space bot against 3 greedy bots",
             "figure": f"wins {space['win_rate']:.1%} of {space['games']:,} games, placement {space['placement']:.2f}",
         },
+        {
+            "what": "Arena bots: a lookahead bot against 3 greedy bots",
+            "figure": f"wins {look['win_rate']:.1%} of {look['games']:,} games, placement {look['placement']:.2f}",
+        },
         {"what": "PPO on the arena (shipped config)", "figure": f"{fmt_rate(out['ppo']['sps'])} steps/s"},
         {
             "what": "PPO self-play on the arena (shipped config, pool of 8) beside bots-only",
             "figure": f"{fmt_rate(out['selfplay']['selfplay_sps'])} vs {fmt_rate(out['selfplay']['bots_sps'])} steps/s"
             f" ({fmt_ratio(out['selfplay']['ratio'])})",
+        },
+        {
+            "what": "PPO in a league (experiment=arena_league: greedy, space, lookahead and a pool of 8)",
+            "figure": f"{fmt_rate(out['league']['league_sps'])} vs the self-play recipe's"
+            f" {fmt_rate(out['league']['selfplay_sps'])} steps/s ({fmt_ratio(out['league']['ratio'])})",
         },
     ]
     c = out.get("pufferlib_c")
@@ -639,6 +696,19 @@ def report(result: dict[str, Any]) -> str:
         *(f"| {k} | {v:.2f} |" for k, v in sp["split_ms"].items()),
         "",
     ]
+    lg = result.get("league")
+    if lg:
+        md += [
+            (
+                f"**League** (`experiment=arena_league`): {fmt_rate(lg['league_sps'])} steps/s against the self-play"
+                f" recipe's {fmt_rate(lg['selfplay_sps'])} measured beside it ({fmt_ratio(lg['ratio'])})."
+            ),
+            "",
+            f"| one vector step of a kind's moves ({lg['num_envs']} worlds) | ms |",
+            "|---|---|",
+            *(f"| {k} | {v:.2f} |" for k, v in lg["kind_ms"].items()),
+            "",
+        ]
     md += ["**Open arena** (`env=arena_open`, every snake a learner, env only)\n"]
     md += [
         "| rules | map | snakes | worlds | XLA devices | snake-steps/s | per core | compile |",

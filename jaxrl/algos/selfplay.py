@@ -2,10 +2,12 @@
 past policies, drawn per game from a pool of frozen snapshots on device (`jaxrl.core.pool`).
 
 Three pieces, each in the runner, so checkpoints, exact resume, sweeps and devices work as for any run:
-- `SelfPlayVector`, the env batch: the first `bot_share` of the worlds play the env's own bots;
-  in the others every game draws a pool slot when it starts and keeps it to its end, and the
-  opponents' recurrent state starts with the game. A game that started before the first snapshot
-  plays the bots to its end.
+- `SelfPlayVector`, the env batch: the first `bot_share` of the worlds play the env's own bots, or
+  with a league (`selfplay.league`: scripted kinds such as the arena's greedy, space and lookahead)
+  each game there draws one kind; in the others every game draws a pool slot when it starts and
+  keeps it to its end, and the opponents' recurrent state starts with the game. A game that started
+  before the first snapshot plays the bots to its end. Both draws follow `sampling`: prioritized
+  (fictitious self-play) brings back the snapshots and kinds that beat the learner most.
 - the pool (`Seats.pool`, in the envs' state, replicated over devices): K snapshots, their running win
   rates against the learner;
 - `SelfPlay`, the algorithm around the learner's own: after each update it folds the games' results
@@ -13,8 +15,8 @@ Three pieces, each in the runner, so checkpoints, exact resume, sweeps and devic
 
 Cost: each step runs the opponents' forward pass over every self-play world's seats, the pool's
 slots sorted into segments (`pool.grouped_apply`). The bots' scripts run only in worlds that play
-them: with one seed, a `cond` skips them (and the pool's pass while it is empty); with several
-seeds jax turns those conds into selects, and both run.
+them: with one seed, a `cond` skips them (and the pool's pass while it is empty, and each league kind
+no game plays); with several seeds jax turns those conds into selects, and all run.
 """
 
 from __future__ import annotations
@@ -40,16 +42,17 @@ class Seats:
     """The env states of a self-play batch and who sits in each world's opponent seats, per world."""
 
     env: Any  # (worlds, ...) the env's states
-    slot: jax.Array  # (worlds,) int32, the pool slot this game's opponents play; -1: the env's bots
+    slot: jax.Array  # (worlds,) int32, the pool slot this game's opponents play; -1 - k: scripted kind k
+    #   (the league's k-th; without a league -1, the env's bots)
     carry: Any  # (worlds, seats, ...) the opponents' recurrent state (None: feed-forward)
-    wins: jax.Array  # (worlds, slots + 1) float32, opponent wins (draws half) per slot since the last update's
-    #   fold; the last column: the bots' wins in the games they played
-    games: jax.Array  # (worlds, slots + 1) float32, games ended per slot (and against the bots) since then
+    wins: jax.Array  # (worlds, slots + kinds) float32, opponent wins (draws half) per slot since the last
+    #   update's fold; the last columns: each scripted kind's wins in the games it played
+    games: jax.Array  # (worlds, slots + kinds) float32, games ended per slot (and per kind) since then
     pool: Pool | None = None  # the snapshots (no worlds axis; `SelfPlay` fills it in after the first reset)
 
 
-def check_env(env: Any) -> None:
-    """ConfigError unless `env` has opponent seats self-play can fill."""
+def check_env(env: Any, league: tuple[str, ...] = ()) -> None:
+    """ConfigError unless `env` has opponent seats self-play can fill, and the bots `league` names."""
     slots = hook(env, "opponent_slots")
     if slots is None:
         raise ConfigError(
@@ -61,6 +64,14 @@ def check_env(env: Any) -> None:
             "opponents=selfplay needs opponent seats: env.num_snakes above env.num_agents (arena),"
             " or env.num_bots >= 1 (grid)"
         )
+    if league:
+        kinds = tuple(hook(env, "bot_kinds") or ())
+        for kind in league:
+            if kind not in kinds:
+                allowed = f"allowed {', '.join(kinds)}" if kinds else "it has no scripted bots to name"
+                raise ConfigError(f"selfplay.league: {kind!r} is not a bot of env={env.name}: {allowed}")
+        if getattr(env, "bot_policy", ""):
+            raise ConfigError("selfplay.league and env.bot_policy both say who plays the bots' games: set one of them")
 
 
 class SelfPlayVector(VectorEnv):
@@ -75,6 +86,8 @@ class SelfPlayVector(VectorEnv):
         self.scores, self.sampled, self.initial_carry = scores, sampled, initial_carry
         self.settings = settings
         self.slots = settings.pool_size + SPARE  # the pool's slots (`Pool.empty`)
+        self.league = tuple(settings.league)  # scripted kinds drawn per game (empty: the env's own bots)
+        self.kinds = max(1, len(self.league))
         self.bot_worlds = round(settings.bot_share * num_envs)  # worlds 0 .. bot_worlds-1 play the bots
 
     def _carry(self, worlds: int) -> Any:
@@ -82,19 +95,25 @@ class SelfPlayVector(VectorEnv):
         return None if carry is None else jax.tree.map(lambda c: c.reshape(worlds, self.seats, *c.shape[1:]), carry)
 
     def _draw(self, keys: jax.Array, pool: Pool | None) -> jax.Array:
-        """(worlds,) the slots of games starting now in the self-play worlds (-1 in the bots' worlds)."""
+        """(worlds,) the slots of games starting now: a pool slot in the self-play worlds, -1 - k (scripted
+        kind k) in the bots' worlds and while the pool is empty."""
         worlds = jnp.arange(keys.shape[0])
+        u = jax.vmap(lambda k: self.env.uniform(k, DRAW_SALT, 2))(keys)
+        bots = -1
+        if self.kinds > 1:
+            s = self.settings
+            weights = jnp.ones(self.kinds) if pool is None else pool.kind_weights(s.sampling, s.priority_power)
+            bots = -1 - Pool.draw(None, u[:, 1], weights)
         if pool is None:
-            return jnp.full(keys.shape[0], -1, jnp.int32)
-        u = jax.vmap(lambda k: self.env.uniform(k, DRAW_SALT, 1)[0])(keys)
-        slot = pool.draw(u, pool.weights(self.settings.sampling, self.settings.priority_power))
-        return jnp.where(worlds >= self.bot_worlds, slot, -1)
+            return jnp.broadcast_to(jnp.asarray(bots, jnp.int32), worlds.shape)
+        slot = pool.draw(u[:, 0], pool.weights(self.settings.sampling, self.settings.priority_power))
+        return jnp.where((worlds >= self.bot_worlds) & (slot >= 0), slot, bots).astype(jnp.int32)
 
     def reset(self, key: jax.Array, params: Any, pool: Pool | None = None) -> tuple[jax.Array, Seats]:
         """Fresh worlds; their games draw from `pool` (None: the bots, and `Seats.pool` stays empty)."""
         keys = jax.random.split(key, self.num_envs)
         obs, state = jax.vmap(self.env.reset, in_axes=(0, None))(keys, params)
-        zeros = jnp.zeros((self.num_envs, self.slots + 1), jnp.float32)
+        zeros = jnp.zeros((self.num_envs, self.slots + self.kinds), jnp.float32)
         seats = Seats(state, self._draw(keys, pool), self._carry(self.num_envs), zeros, zeros, pool)
         return self._flat(obs), seats
 
@@ -107,20 +126,26 @@ class SelfPlayVector(VectorEnv):
         if self.num_agents > 1:
             action = action.reshape((self.num_envs, self.num_agents, *action.shape[1:]))
         part = lambda tree, lo, hi: jax.tree.map(lambda x: x[lo:hi], tree)
-        outs = []
-        if split:
+        outs, opponents = [], []
+        low = 0 if self.league else split  # the first world stepped with every seat's action given
+        if low:  # the env's own bots, inside its step
             outs.append(
                 jax.vmap(self.env.step, in_axes=(0, 0, 0, None))(
                     keys[:split], part(state.env, 0, split), action[:split], params
                 )
             )
+        elif split:  # the league's kinds, each game its own
+            opponents.append(self._scripted(keys[:split], part(state.env, 0, split), state.slot[:split]))
         envs = part(state.env, split, None)
         slot = state.slot[split:]
         carry = None if state.carry is None else part(state.carry, split, None)
         carry, opp_action = self._opponents(keys[split:], envs, slot, carry, pool)
-        learner = action[split:].reshape(-1, self.num_agents)
+        opp_action = jnp.concatenate([*opponents, opp_action])
+        learner = action[low:].reshape(-1, self.num_agents)
         full = jnp.concatenate([learner, opp_action.astype(learner.dtype)], axis=1)
-        outs.append(jax.vmap(self.versus.step, in_axes=(0, 0, 0, None))(keys[split:], envs, full, params))
+        outs.append(
+            jax.vmap(self.versus.step, in_axes=(0, 0, 0, None))(keys[low:], part(state.env, low, None), full, params)
+        )
         obs, env_state, reward, terminated, truncated, info = (
             outs[0] if len(outs) == 1 else jax.tree.map(lambda *xs: jnp.concatenate(xs), *outs)
         )
@@ -128,8 +153,8 @@ class SelfPlayVector(VectorEnv):
         # Results of the self-play games that ended, then the next games' slots and fresh opponent state.
         ended = done[split:]
         lost = 1.0 - self.env.learner_result(info)  # (worlds,), read where a game ended
-        column = jnp.where(state.slot >= 0, state.slot, self.slots)  # the bots' games count in the last column
-        hot = (column[:, None] == jnp.arange(self.slots + 1)[None, :]) & done[:, None]
+        column = jnp.where(state.slot >= 0, state.slot, self.slots - 1 - state.slot)  # kind k: column slots + k
+        hot = (column[:, None] == jnp.arange(self.slots + self.kinds)[None, :]) & done[:, None]
         wins = state.wins + jnp.where(hot, lost[:, None], 0.0)
         games = state.games + hot.astype(jnp.float32)
         new_slot = jnp.where(done, self._draw(keys, pool), state.slot)
@@ -163,12 +188,26 @@ class SelfPlayVector(VectorEnv):
                 scores = scores - jnp.log(-jnp.log(jnp.clip(u, 1e-7, 1.0 - 1e-7)))
             return out_carry, jnp.argmax(scores, axis=-1).astype(jnp.int32)
 
-        def scripted() -> jax.Array:
-            return jax.vmap(self.env.opponent_actions)(keys, envs).astype(jnp.int32)
-
         out_carry, from_pool = jax.lax.cond(jnp.any(slot >= 0), pooled, lambda: (carry, zeros))
-        from_bots = jax.lax.cond(jnp.any(slot < 0), scripted, lambda: zeros)
+        from_bots = jax.lax.cond(jnp.any(slot < 0), lambda: self._scripted(keys, envs, slot), lambda: zeros)
         return out_carry, jnp.where((slot >= 0)[:, None], from_pool, from_bots)
+
+    def _scripted(self, keys: jax.Array, envs: Any, slot: jax.Array) -> jax.Array:
+        """(worlds, seats) the scripted opponents' actions: the env's own bots, or each game's league kind
+        (-1 - slot), each kind computed only when some game plays it."""
+        if not self.league:
+            return jax.vmap(self.env.opponent_actions)(keys, envs).astype(jnp.int32)
+        out = jnp.zeros((slot.shape[0], self.seats), jnp.int32)
+        first = self.env.num_agents
+        for k, kind in enumerate(self.league):
+            plays = slot == -1 - k
+
+            def moves(kind=kind):
+                return jax.vmap(lambda key, s: self.env.bot_actions(key, s, kind)[first:])(keys, envs)
+
+            acts = jax.lax.cond(jnp.any(plays), moves, lambda: out)
+            out = jnp.where(plays[:, None], acts.astype(jnp.int32), out)
+        return out
 
 
 class SelfPlayEnv:
@@ -202,7 +241,8 @@ class SelfPlay:
 
     def init(self, key: jax.Array, env_params: Any = None) -> Any:
         runner = self.algo.init(key, env_params)
-        pool = Pool.empty(self.algo.policy_params(runner), self.settings.pool_size)
+        kinds = max(1, len(self.settings.league))
+        pool = Pool.empty(self.algo.policy_params(runner), self.settings.pool_size, kinds)
         return runner.replace(envs=runner.envs.replace(state=runner.envs.state.replace(pool=pool)))
 
     def update(self, runner: Any) -> tuple[Any, Any]:
@@ -210,12 +250,13 @@ class SelfPlay:
         finite = stats.finite if stats.finite is not None else all_finite(stats.learner)
         seats = runner.envs.state
         wins, games = jnp.sum(seats.wins, axis=0), jnp.sum(seats.games, axis=0)
-        pool = seats.pool.record(wins[:-1], games[:-1])
+        pool = seats.pool.record(wins, games)
+        n = pool.slots
         seats = seats.replace(wins=jnp.zeros_like(seats.wins), games=jnp.zeros_like(seats.games), pool=pool)
         runner = runner.replace(envs=runner.envs.replace(state=seats))
         score = lambda won, n: jnp.where(n > 0, 1.0 - won / jnp.maximum(n, 1.0), jnp.nan)  # the learner's
-        played = jnp.sum(games[:-1])
-        against_pool = score(jnp.sum(wins[:-1]), played)
+        played = jnp.sum(games[:n])
+        against_pool = score(jnp.sum(wins[:n]), played)
         p = jnp.clip(against_pool, 0.01, 0.99)
         learner = {
             **stats.learner,
@@ -223,9 +264,12 @@ class SelfPlay:
             "pool_games": played,
             "pool_score": against_pool,
             "pool_rating": 400.0 * jnp.log10(p / (1.0 - p)),  # Elo points above the snapshots it met
-            "bots_games": games[-1],
-            "bots_score": score(wins[-1], games[-1]),
+            "bots_games": jnp.sum(games[n:]),
+            "bots_score": score(jnp.sum(wins[n:]), jnp.sum(games[n:])),
         }
+        for k, kind in enumerate(self.settings.league):  # each scripted kind's games and the learner's score
+            learner[f"league_{kind}_games"] = games[n + k]
+            learner[f"league_{kind}_score"] = score(wins[n + k], games[n + k])
         return self._push(runner), stats.replace(learner=learner, finite=finite)
 
     def _push(self, runner: Any) -> Any:
@@ -245,7 +289,7 @@ def wrap(factory: Any, cfg: Any, env: Any, env_params: Any) -> Any:
     selfplay (the learner's own network, built once on the plain env, acts for the opponents)."""
     if cfg.opponents != "selfplay":
         return factory(cfg, env, env_params)
-    check_env(env)
+    check_env(env, tuple(cfg.selfplay.league))
     plain = factory(cfg, env, env_params)
     settings = cfg.selfplay
     sampled = plain.sampled_scores and not settings.greedy

@@ -84,7 +84,7 @@ class Player:
 
 def player(target: str) -> Player:
     """A Player of a run directory (its newest checkpoint, or `RUN_DIR@STEP`), `pretrained:NAME`, or a bot of the
-    arena (`greedy`, `random_safe`); UsageError, one line, otherwise."""
+    arena (`greedy`, `space`, `lookahead`, `random_safe`); UsageError, one line, otherwise."""
     from jaxrl import envs
     from jaxrl.battlesnake import ENV
 

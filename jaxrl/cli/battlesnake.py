@@ -16,7 +16,7 @@ USAGE = """usage: python -m jaxrl.battlesnake serve TARGET [port=8000] [host=127
        python -m jaxrl.battlesnake replay FILE [FILE ...] [boards=3]
 
 serve: TARGET (a run directory, RUN_DIR@STEP for one checkpoint, pretrained:NAME, or a bot: greedy |
-space | random_safe) as a Battlesnake, answering
+space | lookahead | random_safe) as a Battlesnake, answering
 Battlesnake API v1 (GET /, POST /start, /move, /end) for any engine, the official CLI's
 `battlesnake play --url http://127.0.0.1:8000` included. Each /move is the policy's greedy move on the
 request's board and ruleset, as the run's own view sees it. It binds 127.0.0.1 unless host= says otherwise
@@ -27,10 +27,10 @@ and 19x19 boards are compiled before it serves (a comma list, all or none; anoth
 compile_cache= keeps the compiled boards on disk for the next start. docs/battlesnake.md.
 
 play: jaxrl hosts games under the engine's rules between any mix of HTTP snakes (http://host:port), runs,
-pretrained:NAME and bots (greedy, space, random_safe); seats rotate game by game. An HTTP snake gets /start, /move and
-/end as the engine sends them; a late (past timeout= ms), failed or invalid answer repeats its last move. Each
-game is written as the official CLI writes it (OUT/game-<i>.jsonl, which replay reads back); prints wins,
-draws and losses per player, and each HTTP snake's latency.
+pretrained:NAME and bots (greedy, space, lookahead, random_safe); seats rotate game by game. An HTTP snake gets
+/start, /move and /end as the engine sends them; a late (past timeout= ms), failed or invalid answer repeats its
+last move. Each game is written as the official CLI writes it (OUT/game-<i>.jsonl, which replay reads back);
+prints wins, draws and losses per player, and each HTTP snake's latency.
 
 replay: games the official engine played: battlesnake-oracle/1 records (JSONL, gzip or not), or the
 official CLI's log of one game (battlesnake play ... -o FILE), whose moves are read from the heads;

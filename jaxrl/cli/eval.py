@@ -29,14 +29,14 @@ USAGE = """usage: python -m jaxrl.eval RUN_DIR [key=value ...]   (or run_dir=RUN
   replay=FILE          an episode file (replay.json, or a game saved by python -m jaxrl.play): step it again
                        with its actions and draw it (beside FILE, or at out=); no run directory is needed
   member=K             a sweep's member to play (default: the best one in summary.json)
-  opponents=KIND       envs whose bots can be set (the arena): one of the env's bots its step plays (the
-                       arena's random_safe and env.script's: greedy, or space) | a run directory or
+  opponents=KIND       envs whose bots can be set (the arena): one of the env's bots (the
+                       arena's greedy | space | lookahead | random_safe) | a run directory or
                        pretrained:NAME (its greedy policy drives the bots)
   num_bots=N           envs whose bots can be set: how many bots (default: as trained)
   vs=OPPONENT          games of two seats or more, repeatable: head-to-head games at the env's table against
                        another run (RUN_DIR or RUN_DIR@STEP), a shelf agent (pretrained:NAME), one of the
-                       env's bots (the arena's greedy | space | random_safe; any env's random) or an HTTP snake
-                       (http://host:port, Battlesnake API v1: docs/battlesnake.md), seats rotated;
+                       env's bots (the arena's greedy | space | lookahead | random_safe; any env's random) or an
+                       HTTP snake (http://host:port, Battlesnake API v1: docs/battlesnake.md), seats rotated;
                        episodes= games per opponent (1000 is a good number); writes RUN_DIR/versus.json and
                        versus.gif
 

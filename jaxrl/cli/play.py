@@ -18,8 +18,8 @@ USAGE = """usage: python -m jaxrl.play TARGET [key=value ...]
   seed=0               the first game's seed (the page's seed field replays any game exactly)
   person=false         start with a person seated (the page's Play button seats one too)
   opponents=KIND       games of several seats: who sits beside the run when a person plays: one of the env's
-                       bots (the arena's greedy | space | random_safe) | a run directory | pretrained:NAME (default:
-                       the env's first bot)
+                       bots (the arena's greedy | space | lookahead | random_safe) | a run directory |
+                       pretrained:NAME (default: the env's first bot)
   num_bots=N           envs whose bots can be set (the arena): how many bots (default: as trained)
   vs=OPPONENT          games of two seats or more: head-to-head games of the run against another run,
                        pretrained:NAME or one of the env's bots, seats rotated each game

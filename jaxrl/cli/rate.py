@@ -12,12 +12,12 @@ from jaxrl.config.compose import UsageError, integer_setting
 USAGE = """usage: python -m jaxrl.rate RUN_DIR [RUN_DIR ...] [key=value ...]
 
   RUN_DIR              a run (its newest checkpoint), RUN_DIR@STEP for one checkpoint, a shelf agent
-                       (pretrained:NAME), one of the env's bots (the arena's greedy / space / random_safe), or an
-                       HTTP snake (http://host:port, Battlesnake API v1)
+                       (pretrained:NAME), one of the env's bots (the arena's greedy / space / lookahead /
+                       random_safe), or an HTTP snake (http://host:port, Battlesnake API v1)
   games=200            games per pair of players (seats rotated, greedy policies)
   checkpoints=latest   latest: each run's newest checkpoint | all: every checkpoint it kept
                        (a rating curve over training; keep more with checkpoint.keep=N when training)
-  bots=true            add the env's bots (the arena's greedy, space and random_safe; any env's random)
+  bots=true            add the env's bots (the arena's greedy, space, lookahead and random_safe; any env's random)
   seed=0               the games' seed
   out=DIR              where ratings.json and ratings.png go (default: the first run directory)
 

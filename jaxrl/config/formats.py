@@ -17,9 +17,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from jaxrl.config.schema import ConfigError
 
-FORMAT = 3  # 3: run.json in the run directory; the env's version in each checkpoint's meta (`env.version`)
+FORMAT = 4  # 3: run.json, the env's version in each checkpoint's meta; 4: a self-play pool's bot counts
 OLDEST = 2  # the first format with a way forward: earlier runs predate versioned layouts
 RUN_FILE = "run.json"
 UNVERSIONED = 2  # the format of a run directory without run.json
@@ -47,8 +49,29 @@ def _2_to_3(saved: Saved) -> Saved:
     return dataclasses.replace(saved, meta={**saved.meta, "env": env})
 
 
+POOL_KEYS = {"params", "active", "filled", "wins", "games", "pushed_at"}  # a self-play pool's fields in format 3
+
+
+def _3_to_4(saved: Saved) -> Saved:
+    """Format 4's self-play pool keeps running win counts for its scripted opponents (`bot_wins`, `bot_games`,
+    one per league kind); a format-3 pool played the env's own bots, one kind, with no counts kept."""
+
+    def walk(node: Any) -> Any:
+        if isinstance(node, dict):
+            node = {k: walk(v) for k, v in node.items()}
+            if POOL_KEYS <= node.keys() and "bot_wins" not in node:
+                zero = np.zeros((*np.shape(node["wins"])[:-1], 1), np.float32)  # a leading seeds axis kept
+                node = {**node, "bot_wins": zero, "bot_games": zero.copy()}
+            return node
+        if isinstance(node, list):
+            return [walk(v) for v in node]
+        return node
+
+    return dataclasses.replace(saved, tree=walk(saved.tree))
+
+
 # MIGRATIONS[N] turns format N's saved data into format N+1's: pure, new fields filled with their defaults
-MIGRATIONS: dict[int, Callable[[Saved], Saved]] = {2: _2_to_3}
+MIGRATIONS: dict[int, Callable[[Saved], Saved]] = {2: _2_to_3, 3: _3_to_4}
 
 
 def migrate(saved: Saved, found: int, to: int = FORMAT) -> Saved:

@@ -166,6 +166,16 @@ def check_opponents(cfg: TrainConfig) -> None:
         raise ConfigError(
             f"selfplay.bot_share={s.bot_share} leaves none of num_envs={cfg.num_envs} worlds to self-play: lower it"
         )
+    league = s.league
+    if not isinstance(league, list | tuple) or not all(isinstance(k, str) for k in league):
+        raise ConfigError(f"selfplay.league={league} is invalid: a list of the env's bot names, like [greedy, space]")
+    if len(set(league)) != len(league):
+        raise ConfigError(f"selfplay.league={list(league)} is invalid: it names a bot twice")
+    if league and round(s.bot_share * cfg.num_envs) < 1:
+        raise ConfigError(
+            f"selfplay.league={list(league)} plays in the bots' worlds, and selfplay.bot_share={s.bot_share} of"
+            f" num_envs={cfg.num_envs} gives it none: raise bot_share"
+        )
 
 
 def check_sweep(cfg: TrainConfig) -> sweeps.Sweep:

@@ -37,14 +37,17 @@ class Pool:
     wins: jax.Array  # (slots,) float32, decayed count of games the snapshot beat the learner (draws count half)
     games: jax.Array  # (slots,) float32, decayed count of games against the snapshot
     pushed_at: jax.Array  # (slots,) int32, the update each slot's snapshot was taken at (-1: empty)
+    bot_wins: jax.Array  # (kinds,) float32, the same decayed counts for the scripted kinds (the league's, or
+    bot_games: jax.Array  # the env's own bots as one kind)
 
     @classmethod
-    def empty(cls, policy_params: Any, size: int) -> Pool:
-        """A pool for `size` active snapshots shaped like `policy_params` (zeros, never drawn before a push)."""
+    def empty(cls, policy_params: Any, size: int, kinds: int = 1) -> Pool:
+        """A pool for `size` active snapshots shaped like `policy_params` (zeros, never drawn before a push),
+        beside `kinds` scripted opponents."""
         slots = size + SPARE
         zeros = jax.tree.map(lambda x: jnp.zeros((slots, *jnp.shape(x)), jnp.result_type(x)), policy_params)
-        f32 = jnp.zeros(slots, jnp.float32)
-        return cls(zeros, jnp.zeros(slots, bool), jnp.int32(0), f32, f32, jnp.full(slots, -1, jnp.int32))
+        f32, bots = jnp.zeros(slots, jnp.float32), jnp.zeros(kinds, jnp.float32)
+        return cls(zeros, jnp.zeros(slots, bool), jnp.int32(0), f32, f32, jnp.full(slots, -1, jnp.int32), bots, bots)
 
     @property
     def slots(self) -> int:
@@ -72,7 +75,7 @@ class Pool:
         age = jnp.where(self.active, self.pushed_at, jnp.iinfo(jnp.int32).max)
         retire = when & (jnp.sum(self.active) >= self.size) & (ids == jnp.argmin(age))
         fresh = when & (ids == slot)
-        return Pool(
+        return self.replace(
             params=jax.tree.map(put, self.params, policy_params),
             active=(self.active & ~retire) | fresh,
             filled=self.filled + when.astype(jnp.int32),
@@ -82,12 +85,26 @@ class Pool:
         )
 
     def record(self, wins: jax.Array, games: jax.Array) -> Pool:
-        """Fold one update's results in: (slots,) opponent wins and games, after decaying the old counts."""
-        return self.replace(wins=self.wins * DECAY + wins, games=self.games * DECAY + games)
+        """Fold one update's results in: (slots + kinds,) opponent wins and games (the snapshots' slots, then
+        the scripted kinds), after decaying the old counts."""
+        n = self.slots
+        return self.replace(
+            wins=self.wins * DECAY + wins[:n],
+            games=self.games * DECAY + games[:n],
+            bot_wins=self.bot_wins * DECAY + wins[n:],
+            bot_games=self.bot_games * DECAY + games[n:],
+        )
 
     def win_rate(self) -> jax.Array:
         """(slots,) each snapshot's running win rate against the learner, with one win in two games as the prior."""
         return (self.wins + 1.0) / (self.games + 2.0)
+
+    def kind_weights(self, sampling: str, power: float) -> jax.Array:
+        """(kinds,) how likely each scripted kind is drawn for a new game against the bots: prioritized,
+        (its running win rate against the learner) ** power; otherwise every kind alike."""
+        if sampling != "prioritized":
+            return jnp.ones_like(self.bot_wins)
+        return ((self.bot_wins + 1.0) / (self.bot_games + 2.0)) ** power
 
     def weights(self, sampling: str, power: float) -> jax.Array:
         """(slots,) how likely each slot is drawn for a new game (0 for all but the active; all 0 while the

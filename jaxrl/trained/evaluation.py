@@ -509,6 +509,8 @@ def with_opponents(env: Any, env_params: Any, opponents: str | None, num_bots: i
         env, kind, opponents = env.with_bot_policy(policy), "policy", str(path)
     elif opponents is not None:
         kind = opponents
+        if offers(env, "with_script"):  # the arena's step compiles the scripted kind asked for
+            env = env.with_script(kind)
     try:
         env_params = env.set_bots(env_params, kind, num_bots)
     except ValueError as e:

@@ -9,9 +9,9 @@ placement (`seat_placement`, 1 the best): the side holding the best one wins, an
 limit, is a draw). A side's placement is the mean placement of its seats.
 
 Players: a run directory (its newest checkpoint, or `PATH@STEP`; seed 0 of the best sweep member), a shelf
-agent (`pretrained:NAME`), one of the env's bots (`bot_kinds`: the arena's `greedy` and `random_safe`), or an
-HTTP snake (`http://host:port`, at a table whose env writes Battlesnake requests: its games are stepped on the
-host, `trained/hosted.py`).
+agent (`pretrained:NAME`), one of the env's bots (`bot_kinds`: the arena's `greedy`, `space`, `lookahead` and
+`random_safe`), or an HTTP snake (`http://host:port`, at a table whose env writes Battlesnake requests: its games
+are stepped on the host, `trained/hosted.py`).
 The table is the first run's env; each run sees it as its own env does (its own view), and two runs must share
 the env's `game_settings` (the arena: board size and ruleset).
 """

@@ -170,6 +170,45 @@ def test_prioritized_sampling_prefers_the_snapshots_that_beat_the_learner():
     assert float(pushed.games[3]) == 0 and int(pushed.pushed_at[3]) == 9 and float(pushed.games[0]) == 98
 
 
+def test_a_league_game_plays_the_kind_it_drew_and_prefers_the_kinds_that_beat_the_learner():
+    league = ["greedy", "space", "random_safe"]
+    prog = program(f"selfplay.league=[{','.join(league)}]", "selfplay.bot_share=0.5", "selfplay.pool_size=2")
+    algo = prog.algo
+    vec = algo.algo.vec
+    runner = jax.jit(algo.init)(jax.random.key(0))
+    pool = filled_pool(algo, runner, 2)
+    assert pool.bot_wins.shape == (3,)
+    params, key = runner.envs.params, jax.random.key(1)
+    _, state = vec.reset(key, params, pool)
+    step = jax.jit(lambda k, s: vec.step(k, s, jnp.zeros(vec.num_envs, jnp.int32), params))
+    kinds = {k: jax.jit(jax.vmap(lambda key, s, k=k: vec.env.bot_actions(key, s, k))) for k in league}
+    seen = set()
+    for t in range(60):
+        keys = vec.step_keys(jax.random.fold_in(key, t), 1)[0]
+        slot, env, heading = np.asarray(state.slot), state.env, np.asarray(state.env.heading)
+        assert np.all(slot[: vec.bot_worlds] < 0) and np.all(slot[vec.bot_worlds :] >= 0)
+        _, state, _, _, _, info = step(keys, state)
+        moved = np.asarray(env.alive) & np.asarray(state.env.alive) & ~np.asarray(info["world_done"])[:, None]
+        for k, kind in enumerate(league):
+            mine = slot == -1 - k
+            seen |= {kind} if mine.any() else set()
+            want = (heading + np.asarray(kinds[kind](keys, env)) - 1) % 4  # the kind's moves at a table
+            bots = moved & mine[:, None] & (np.arange(vec.env.num_snakes) >= vec.env.num_agents)[None, :]
+            np.testing.assert_array_equal(np.asarray(state.env.heading)[bots], want[bots])
+    assert seen == set(league)
+    # The bots' games are counted per kind, and prioritized draws follow each kind's win rate.
+    games = np.asarray(state.games).sum(axis=0)
+    assert games.shape == (pool.slots + 3,) and games[pool.slots :].sum() > 0
+    pool = pool.replace(bot_wins=jnp.array([88.0, 8.0, 49.0]), bot_games=jnp.array([98.0, 98.0, 98.0]))
+    u = jax.random.uniform(jax.random.key(0), (40_000,))
+    share = np.bincount(np.asarray(pool.draw(u, pool.kind_weights("prioritized", 2.0))), minlength=3) / u.size
+    want = np.array([0.89, 0.09, 0.5]) ** 2
+    np.testing.assert_allclose(share, want / want.sum(), atol=0.01)
+    np.testing.assert_allclose(np.asarray(pool.kind_weights("uniform", 2.0)), 1.0)
+    counted = pool.record(jnp.zeros(pool.slots + 3).at[-1].set(1.0), jnp.ones(pool.slots + 3))
+    np.testing.assert_allclose(np.asarray(counted.bot_wins), [88 * 0.99, 8 * 0.99, 49 * 0.99 + 1], rtol=1e-6)
+
+
 def test_a_push_never_overwrites_a_snapshot_a_game_still_plays():
     params = {"w": jnp.zeros(2)}
     snap = lambda v: {"w": jnp.full(2, float(v))}
@@ -256,6 +295,12 @@ def test_resume_in_the_middle_of_selfplay_is_bit_identical(tmp_path):
             ["opponents=friends"], "opponents=friends is invalid: allowed bots, selfplay", marks=pytest.mark.slow
         ),
         (["env=snake"], "opponents=selfplay needs an env with opponents"),
+        pytest.param(
+            ["selfplay.league=[greedy,smart]"],
+            "selfplay.league: 'smart' is not a bot of env=arena: allowed greedy, space, lookahead, random_safe",
+            marks=pytest.mark.slow,
+        ),
+        pytest.param(["selfplay.league=[space]", "selfplay.bot_share=0"], "raise bot_share", marks=pytest.mark.slow),
         pytest.param(["env=grid"], "opponents=selfplay needs opponent seats", marks=pytest.mark.slow),
     ],
 )

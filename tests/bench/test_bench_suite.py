@@ -89,10 +89,13 @@ def test_figures_are_the_ones_measured(smoke_run):
     arena = json.loads((out / "arena.json").read_text())["result"]
     for row in arena["env"]:
         assert all(v > 0 for v in row["snake_sps"].values()) and all(v > 0 for v in row["compile_s"].values())
-    kinds = ("greedy", "space", "random_safe")
+    kinds = ("greedy", "space", "lookahead", "random_safe")
     assert [(r["seat"], r["against"]) for r in arena["bots"]] == [(a, f"3 {b}") for a in kinds for b in kinds]
     assert all(0 <= r["win_rate"] <= 1 and 1 <= r["placement"] <= 4 for r in arena["bots"])
     assert arena["ppo"]["sps"] > 0
+    league = arena["league"]
+    assert league["ratio"] == pytest.approx(league["league_sps"] / league["selfplay_sps"])
+    assert set(league["kind_ms"]) == {"greedy", "space", "lookahead"} and all(v > 0 for v in league["kind_ms"].values())
     # one device, then (on a CPU of several usable cores) one CPU device per core, each with one world
     cores = min(arena["open"][0]["cores"], len(os.sched_getaffinity(0)))
     per_core = cores > 1 and jax.default_backend() == "cpu"

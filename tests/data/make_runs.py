@@ -57,6 +57,12 @@ FIXTURES = {
 }
 # arena-v2 (the engine's rules): the format-3 "arena-selfplay" fixture played arena-v1 and is refused now
 FIXTURES["arena-selfplay-v2"] = dict(FIXTURES["arena-selfplay"])
+# format 4: the self-play fixture plays a league of two scripted kinds beside its pool (a count per kind)
+FIXTURES["arena-selfplay"] = {
+    **FIXTURES["arena-selfplay"],
+    "selfplay.league": ["greedy", "space"],
+    "selfplay.bot_share": 0.5,
+}
 
 
 def cpu() -> str:

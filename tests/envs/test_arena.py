@@ -510,12 +510,13 @@ def test_room_is_a_flood_fill_in_time_and_distances_a_breadth_first_search(rules
     assert checked > 500
 
 
-def test_the_space_bot_takes_no_certain_death_or_ghost_head_when_it_has_another_move():
-    env = Arena(size=9, num_snakes=5, num_agents=5)
-    space = jax.jit(lambda key, s: env.bot_actions(key, s, "space"))
+@pytest.mark.parametrize("kind, snakes", [("space", 5), ("lookahead", 4)])  # lookahead: its 3 nearest rivals
+def test_the_strong_bots_take_no_certain_death_or_ghost_head_when_they_have_another_move(kind, snakes):
+    env = Arena(size=9, num_snakes=snakes, num_agents=snakes)
+    bot = jax.jit(lambda key, s: env.bot_actions(key, s, kind))
     chosen_bad, could_avoid = 0, 0
     for i, s in enumerate(_played_states(env, seed=1)):
-        actions = np.asarray(space(jax.random.key(i), s))
+        actions = np.asarray(bot(jax.random.key(i), s))
         alive, head, heading = np.asarray(s.alive), np.asarray(s.head), np.asarray(s.heading)
         length, life = np.asarray(s.length), np.asarray(s.life)
         for k in np.flatnonzero(alive):
@@ -534,20 +535,36 @@ def test_the_space_bot_takes_no_certain_death_or_ghost_head_when_it_has_another_
             if not all(options):
                 could_avoid += 1
                 chosen_bad += options[int(actions[k])] if actions[k] < 3 else 1
-    assert could_avoid > 200 and chosen_bad == 0
+    assert could_avoid > 150 and chosen_bad == 0
 
 
-def test_the_step_plays_the_script_it_was_built_with_and_says_what_it_cannot():
-    with pytest.raises(ValueError, match="arena script must be one of greedy, space, got 'smart'"):
+def test_the_lookahead_bot_takes_a_kill_its_rival_cannot_escape_and_not_a_body():
+    env = Arena(size=7, num_snakes=2, num_agents=2)
+    # The rival (3 long) in the bottom-left corner heading left can only go up, into the cell beside my head.
+    mine = [(5, 1), (4, 1), (3, 1), (2, 1), (1, 1)]  # 5 long, heading down: left is the kill, down its body
+    state = env.make_state([mine, [(6, 0), (6, 1), (6, 2)]], food=[(0, 6)], heading=[2, 3])
+    look = jax.jit(lambda key, s: env.bot_actions(key, s, "lookahead"))
+    for i in range(8):
+        assert int(look(jax.random.key(i), state)[0]) == 2  # turn right (west), whatever the tie-breaks
+    # As long as the rival, the same cell is a head-on both lose: never taken while another move lives.
+    even = env.make_state([mine[:3], [(6, 0), (6, 1), (6, 2)]], food=[(0, 6)], heading=[2, 3])
+    for i in range(8):
+        assert int(look(jax.random.key(i), even)[0]) == 0  # turn left (east): ahead a body, west a head as long
+
+
+@pytest.mark.parametrize("script", ["space", "lookahead"])
+def test_the_step_plays_the_script_it_was_built_with_and_says_what_it_cannot(script):
+    with pytest.raises(ValueError, match="arena script must be one of greedy, space, lookahead, got 'smart'"):
         Arena(script="smart")
-    plain, spaced = Arena(), Arena(script="space")
-    assert spaced.set_bots(spaced.default_params, "space", None).greedy_share == 1.0
-    with pytest.raises(ValueError, match="opponents=space is not compiled into this arena's step"):
-        plain.set_bots(plain.default_params, "space", None)
+    plain, spaced = Arena(), Arena().with_script(script)  # as an evaluation against that kind builds it
+    assert spaced.script == script and Arena(script=script).with_script("random_safe").script == script
+    assert spaced.set_bots(spaced.default_params, script, None).greedy_share == 1.0
+    with pytest.raises(ValueError, match=f"opponents={script} is not compiled into this arena's step"):
+        plain.set_bots(plain.default_params, script, None)
     params = spaced.default_params.replace(greedy_share=1.0)
     _, s = spaced.reset(jax.random.key(0), params)
     differ = 0
-    space = jax.jit(lambda key, s: plain.bot_directions(key, s, "space"))
+    space = jax.jit(lambda key, s: plain.bot_directions(key, s, script))
     greedy = jax.jit(plain.bot_directions)
     step = jax.jit(lambda key, s: spaced.step_env(key, s, jnp.int32(1), params)[1])
     for t in range(40):  # the step's bots move as space at a table would, and not always as greedy

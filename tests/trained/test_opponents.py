@@ -97,6 +97,9 @@ def test_eval_plays_against_the_bot_kind_and_count_asked_for(bot_run, tmp_path, 
     }
     assert 0 <= result["win_rate"] <= 1 and result["kills"]["min"] >= 0
     assert out.read_bytes()[:6] == b"GIF89a"
+    # A scripted kind the run's step never played is compiled in for the evaluation.
+    assert eval_main([str(bot_run), "episodes=4", "opponents=lookahead", "render=none"]) == 0
+    assert "bots, lookahead" in capsys.readouterr().out
 
 
 @pytest.mark.parametrize(
@@ -104,7 +107,8 @@ def test_eval_plays_against_the_bot_kind_and_count_asked_for(bot_run, tmp_path, 
     [
         (
             "opponents=smart",
-            "opponents=smart is invalid: allowed greedy, space, random_safe, a run directory or pretrained:NAME",
+            "opponents=smart is invalid: allowed greedy, space, lookahead, random_safe, a run directory or"
+            " pretrained:NAME",
         ),
         ("num_bots=4", "num_bots=4 is invalid: the run's arena has room for 0 to 3 bots"),
     ],
