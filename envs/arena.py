@@ -266,6 +266,10 @@ class Arena(Env):
         bots = slice(self.num_agents, None)
         return (self.bot_directions(key, state)[bots] - state.heading[bots] + 1) % 4
 
+    def opponent_kind_actions(self, key: jax.Array, state: EnvState, kind: str) -> jax.Array:
+        """(opponent_slots,) the relative actions of bot kind `kind` (any of `bot_kinds`) in the bots' seats."""
+        return self.bot_actions(key, state, kind)[self.num_agents :]
+
     @staticmethod
     def learner_result(info: dict) -> jax.Array:
         """A game's result for the learners: 1 won (the last snake), 0 outlived by another snake, 0.5 otherwise
@@ -327,8 +331,9 @@ class Arena(Env):
                 raise ValueError(f"opponents={kind} is invalid: allowed {', '.join(self.bot_kinds)} or a policy")
             if kind not in (self.script, "random_safe"):
                 raise ValueError(
-                    f"opponents={kind} is not compiled into this arena's step (env.script={self.script}): train"
-                    f" with env.script={kind}, or meet {kind} head to head (vs={kind})"
+                    f"opponents={kind} is not compiled into this arena's step (env.script={self.script}):"
+                    f" build it with env.with_script({kind!r}) (python -m jaxrl.eval does), or meet {kind} head"
+                    f" to head (vs={kind})"
                 )
             greedy = 0.0 if kind == "random_safe" else 1.0
             params = params.replace(greedy_share=fill("greedy_share", greedy), policy_share=fill("policy_share", 0.0))
@@ -668,20 +673,29 @@ class Arena(Env):
 
     def distances(self, sources: jax.Array, passable: jax.Array) -> jax.Array:
         """(k, cells) moves from the nearest cell of each of `sources` (k, cells) bool to every cell, over
-        `passable` (cells,) cells; 2 * size + 1 where none is reached within 2 * size moves. Row bitboards,
-        the cells reached each round read back per cell."""
-        far = 2 * self.size + 1
+        `passable` (cells,) cells; 2 * size + 1 where none is reached within 2 * size moves. Row bitboards: a
+        bit-sliced counter (one word per row and bit) adds one each round to every cell not reached yet, and
+        the counts are read back per cell once, at the end."""
+        rounds = 2 * self.size
+        planes = rounds.bit_length()
         usable = self._pack(passable)
         shifts = jnp.arange(self.size, dtype=jnp.uint32)
 
-        def grow(moves, carry):
-            reached, dist = carry
-            new = self._neighbours(reached) & usable & ~reached
-            cells = ((new[:, :, None] >> shifts) & jnp.uint32(1)).reshape(new.shape[0], -1) > 0
-            return reached | new, jnp.where(cells, moves + 1, dist)
+        def grow(_, carry):
+            reached, count = carry
+            carry_bits, out = ~reached, []
+            for b in range(planes):  # count += 1 where not reached
+                out.append(count[b] ^ carry_bits)
+                carry_bits = count[b] & carry_bits
+            return reached | (self._neighbours(reached) & usable), jnp.stack(out)
 
-        start = (jax.vmap(self._pack)(sources), jnp.where(sources, 0, far).astype(jnp.int32))
-        return jax.lax.fori_loop(0, 2 * self.size, grow, start)[1]
+        start = jax.vmap(self._pack)(sources)  # (k, size)
+        count = jnp.zeros((planes, *start.shape), jnp.uint32)
+        reached, count = jax.lax.fori_loop(0, rounds, grow, (start, count))
+        cells = lambda words: (words[..., None] >> shifts) & jnp.uint32(1)  # (..., size, size): each cell's bit
+        value = jnp.sum(cells(count) << jnp.arange(planes, dtype=jnp.uint32)[:, None, None, None], axis=0)
+        got = cells(reached).reshape(start.shape[0], -1) > 0
+        return jnp.where(got, value.reshape(start.shape[0], -1).astype(jnp.int32), rounds + 1)
 
     def space_scores(self, state: EnvState, turns: list[jax.Array], targets: list[jax.Array]) -> list[jax.Array]:
         """The space bot's score (lower is better) of each of the three moves `turns` (to `targets`), per
@@ -742,8 +756,9 @@ class Arena(Env):
         is cramped), food eaten when hungry, a hazard entered, and a bonus for each rival that cannot avoid
         dying. A move's value is the worst over the rivals' first replies of the best second move against
         the worst second replies; the per-rival terms combine monotonically (the worst death, the sum of
-        kills), so each rival's second reply is minimized on its own and the first replies jointly. Ties go
-        to the way to food when hungry, else to a head 2 shorter (as `space_scores`)."""
+        kills), so each rival's second reply is minimized on its own and the first replies jointly. Each move
+        of the way from the first cell to the nearest food (when hungry, as `space_scores` says it), else to a
+        head 2 shorter, costs one point of value, as one cell of room does."""
         n, size = self.num_snakes, self.size
         look = min(LOOK_RIVALS, n - 1)
         stays1 = state.life >= 2  # a body cell still there after one move
@@ -751,8 +766,8 @@ class Arena(Env):
         length, health = state.length, state.health
         others = state.alive[None, :] & ~jnp.eye(n, dtype=bool) & state.alive[:, None]  # (me, them)
         longest = jnp.max(jnp.where(others, length[None, :], 0), axis=1)
-        food_at = lambda cells: self._at(state.food, cells)
-        harm_at = lambda cells: self._at(state.hazard & ~state.food, cells)
+        food_at = lambda cells: self._bit_at(state.food, cells)
+        harm_at = lambda cells: self._bit_at(state.hazard & ~state.food, cells)
         # My two moves: a the first (3), c the second (3); (n, 3) and (n, 3, 3) cells.
         t1 = jnp.stack(targets, axis=1)
         t2 = jnp.stack(
@@ -765,13 +780,13 @@ class Arena(Env):
         flat1, flat2 = t1.reshape(-1), t2.reshape(-1)
         eat1 = food_at(flat1).reshape(n, 3)
         eat2 = food_at(flat2).reshape(n, 3, 3)
-        dies1 = (t1 < 0) | self._at(stays1, flat1).reshape(n, 3) | ((health[:, None] <= 1) & ~eat1)
-        dies2 = (t2 < 0) | self._at(stays2, flat2).reshape(n, 3, 3)
+        dies1 = (t1 < 0) | self._bit_at(stays1, flat1).reshape(n, 3) | ((health[:, None] <= 1) & ~eat1)
+        dies2 = (t2 < 0) | self._bit_at(stays2, flat2).reshape(n, 3, 3)
         dies2 = dies2 | ((health[:, None, None] <= 2) & ~eat1[:, :, None] & ~eat2)
         # A tail due to leave on the second move stays when its snake ate on the first.
-        holder = (self._at(state.owner.astype(jnp.int32) + 1, flat2) - 1).reshape(n, 3, 3)
-        tail2 = (self._at(state.life, flat2) == 2).reshape(n, 3, 3) & (not self.constrictor)
-        dies2 = dies2 | (eat1[:, :, None] & tail2 & (holder == jnp.arange(n)[:, None, None]))
+        tails = jnp.where((state.life == 2) & (not self.constrictor), state.owner.astype(jnp.int32) + 1, 0)
+        holder = (self._at(tails, flat2) - 1).reshape(n, 3, 3)  # the snake whose tail-to-be it is; -1 none
+        dies2 = dies2 | (eat1[:, :, None] & (holder == jnp.arange(n)[:, None, None]))
         grown = length[:, None, None] + eat1[:, :, None] + eat2  # (n, 3, 3)
         # Room after my two moves, its own neck closed: 9 searches per snake.
         rooms = self.room(
@@ -811,8 +826,10 @@ class Arena(Env):
                 axis=-2,
             )  # (n, R, b, d)
             ate = food_at(u1.reshape(-1)).reshape(u1.shape)
-            gone1 = (u1 < 0) | self._at(stays1, u1.reshape(-1)).reshape(u1.shape) | ((health_j[..., None] <= 1) & ~ate)
-            gone2 = (u2 < 0) | self._at(stays2, u2.reshape(-1)).reshape(u2.shape)
+            gone1 = (
+                (u1 < 0) | self._bit_at(stays1, u1.reshape(-1)).reshape(u1.shape) | ((health_j[..., None] <= 1) & ~ate)
+            )
+            gone2 = (u2 < 0) | self._bit_at(stays2, u2.reshape(-1)).reshape(u2.shape)
             gone2 = gone2 | (
                 (health_j[..., None, None] <= 2) & ~ate[..., None] & ~food_at(u2.reshape(-1)).reshape(u2.shape)
             )
@@ -829,7 +846,7 @@ class Arena(Env):
             Li1 = Li + eat1[:, None, :, None, None, None]
             Lj1 = Lj + ate[:, :, None, :, None, None]
             meet2 = (T2 == U2) & (T2 >= 0)
-            its_tail = (ate[:, :, None, :, None, None] & tail2[:, None, :, None, :, None]) & (
+            its_tail = ate[:, :, None, :, None, None] & (
                 holder[:, None, :, None, :, None] == rival[:, :, None, None, None, None]
             )
             lose2 = (T2 == U1) | its_tail | (meet2 & (Lj1 >= Li1))  # its neck or grown tail, a head as long

@@ -129,6 +129,11 @@ class Env(environment.Environment):
     def with_bot_policy(self, policy: Callable) -> Env:
         """This env with `policy(obs, key) -> actions` driving its bots: frozen bots, evaluation. Default: none."""
 
+    @absent
+    def with_script(self, kind: str) -> Env:
+        """This env with its bots playing scripted kind `kind` (one of `bot_kinds`) in its step: evaluation against
+        a kind the run did not train with (`opponents=`). Default: none."""
+
     opponent_slots: int | None = None
     """Seats self-play can fill with past policies (algos/selfplay.py). Default: None, the env has no opponents."""
 
@@ -143,6 +148,11 @@ class Env(environment.Environment):
     @absent
     def opponent_actions(self, key: jax.Array, state: Any) -> jax.Array:
         """(opponent_slots,) int: the env's own bots' actions in those seats, for self-play. Default: none."""
+
+    @absent
+    def opponent_kind_actions(self, key: jax.Array, state: Any, kind: str) -> jax.Array:
+        """(opponent_slots,) int: scripted kind `kind`'s actions (one of `bot_kinds`) in the opponents' seats, for a
+        self-play league that draws a kind per game (`selfplay.league`). Default: none."""
 
     @staticmethod
     @absent
@@ -289,10 +299,12 @@ HOOKS = (
     "caption",
     "bot_policy",
     "with_bot_policy",
+    "with_script",
     "opponent_slots",
     "versus",
     "opponent_obs",
     "opponent_actions",
+    "opponent_kind_actions",
     "learner_result",
     "num_seats",
     "game_seats",

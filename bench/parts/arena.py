@@ -432,18 +432,9 @@ SELFPLAY = ["opponents=selfplay", "selfplay.start=1", "selfplay.snapshot_every=2
 
 def selfplay_speed(ctx: Context) -> dict[str, Any]:
     """Bots-only and self-play PPO steps/s side by side (twice, interleaved), and the split of a self-play step."""
-    from jaxrl import build
-    from jaxrl.bench.parts.train import timed_chunk
-    from jaxrl.config.compose import compose_config
-
     small = ctx.pick(["num_envs=16", "algo.num_steps=8"], [], [])
     target = ctx.pick(256, 400_000, 5_000_000)
-    rows = []
-    for _ in range(ctx.pick(1, 1, 2)):
-        for label, extra in (("bots", []), ("selfplay", SELFPLAY)):
-            cfg, _ = compose_config(["env=arena", *small, *extra, "progress=false"])
-            updates = max(2, target // build.program(cfg).steps_per_update)
-            rows.append({"label": label, **timed_chunk(cfg, updates, warmup=8)})
+    rows = interleaved(ctx, {"bots": ["env=arena", *small], "selfplay": ["env=arena", *small, *SELFPLAY]}, target)
     mean = lambda label: float(np.mean([r["sps"] for r in rows if r["label"] == label]))
     out = {"rows": rows, "bots_sps": mean("bots"), "selfplay_sps": mean("selfplay")}
     out["ratio"] = out["selfplay_sps"] / out["bots_sps"]
@@ -458,23 +449,33 @@ def selfplay_speed(ctx: Context) -> dict[str, Any]:
 RECIPE = ["selfplay.start=1", "selfplay.snapshot_every=2"]  # the pool full within the warm-up
 
 
+def interleaved(ctx: Context, configs: dict[str, list[str]], target: int) -> list[dict[str, Any]]:
+    """Steps/s of one timed chunk (about `target` env steps, after 8 updates of warm-up) of each labelled config,
+    the configs in turn, once (twice in full mode)."""
+    from jaxrl import build
+    from jaxrl.bench.parts.train import timed_chunk
+    from jaxrl.config.compose import compose_config
+
+    rows = []
+    for _ in range(ctx.pick(1, 1, 2)):
+        for label, overrides in configs.items():
+            cfg, _ = compose_config([*overrides, "progress=false"])
+            updates = max(2, target // build.program(cfg).steps_per_update)
+            rows.append({"label": label, **timed_chunk(cfg, updates, warmup=8)})
+    return rows
+
+
 def league_speed(ctx: Context) -> dict[str, Any]:
     """The league recipe (experiment=arena_league) beside the self-play recipe it extends (experiment=
     arena_selfplay), steps/s side by side (twice, interleaved), and what one vector step of each scripted kind's
     moves costs at the recipe's num_envs."""
-    from jaxrl import build
-    from jaxrl.bench.parts.train import timed_chunk
     from jaxrl.config.compose import compose_config
     from jaxrl.config.environment import make_env
 
     small = ctx.pick(["num_envs=16", "algo.num_steps=8"], [], [])
-    target = ctx.pick(256, 400_000, 4_000_000)
-    rows = []
-    for _ in range(ctx.pick(1, 1, 2)):
-        for label in ("arena_selfplay", "arena_league"):
-            cfg, _ = compose_config([f"experiment={label}", *small, *RECIPE, "progress=false"])
-            updates = max(2, target // build.program(cfg).steps_per_update)
-            rows.append({"label": label, **timed_chunk(cfg, updates, warmup=8)})
+    labels = ("arena_selfplay", "arena_league")
+    configs = {label: [f"experiment={label}", *small, *RECIPE] for label in labels}
+    rows = interleaved(ctx, configs, ctx.pick(256, 400_000, 4_000_000))
     mean = lambda label: float(np.mean([r["sps"] for r in rows if r["label"] == label]))
     out = {"rows": rows, "selfplay_sps": mean("arena_selfplay"), "league_sps": mean("arena_league")}
     out["ratio"] = out["league_sps"] / out["selfplay_sps"]

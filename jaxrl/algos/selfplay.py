@@ -30,7 +30,7 @@ from flax import struct
 from jaxrl.core.pool import SPARE, Pool, grouped_apply
 from jaxrl.core.stats import all_finite
 from jaxrl.core.vector import VectorEnv
-from jaxrl.envs.base import hook
+from jaxrl.envs.base import hook, offers
 from jaxrl.errors import ConfigError
 
 DRAW_SALT = 0x5EED_0101  # the pool slot a new game draws (hashed from the world's step key)
@@ -65,11 +65,16 @@ def check_env(env: Any, league: tuple[str, ...] = ()) -> None:
             " or env.num_bots >= 1 (grid)"
         )
     if league:
-        kinds = tuple(hook(env, "bot_kinds") or ())
+        if not offers(env, "opponent_kind_actions"):
+            raise ConfigError(
+                f"selfplay.league needs an env whose opponents play a kind per game (the arena), not {env.name}"
+            )
+        kinds = tuple(hook(env, "bot_kinds"))
         for kind in league:
             if kind not in kinds:
-                allowed = f"allowed {', '.join(kinds)}" if kinds else "it has no scripted bots to name"
-                raise ConfigError(f"selfplay.league: {kind!r} is not a bot of env={env.name}: {allowed}")
+                raise ConfigError(
+                    f"selfplay.league: {kind!r} is not a bot of env={env.name}: allowed {', '.join(kinds)}"
+                )
         if getattr(env, "bot_policy", ""):
             raise ConfigError("selfplay.league and env.bot_policy both say who plays the bots' games: set one of them")
 
@@ -103,7 +108,7 @@ class SelfPlayVector(VectorEnv):
         if self.kinds > 1:
             s = self.settings
             weights = jnp.ones(self.kinds) if pool is None else pool.kind_weights(s.sampling, s.priority_power)
-            bots = -1 - Pool.draw(None, u[:, 1], weights)
+            bots = -1 - Pool.draw(u[:, 1], weights)
         if pool is None:
             return jnp.broadcast_to(jnp.asarray(bots, jnp.int32), worlds.shape)
         slot = pool.draw(u[:, 0], pool.weights(self.settings.sampling, self.settings.priority_power))
@@ -198,12 +203,11 @@ class SelfPlayVector(VectorEnv):
         if not self.league:
             return jax.vmap(self.env.opponent_actions)(keys, envs).astype(jnp.int32)
         out = jnp.zeros((slot.shape[0], self.seats), jnp.int32)
-        first = self.env.num_agents
         for k, kind in enumerate(self.league):
             plays = slot == -1 - k
 
             def moves(kind=kind):
-                return jax.vmap(lambda key, s: self.env.bot_actions(key, s, kind)[first:])(keys, envs)
+                return jax.vmap(lambda key, s: self.env.opponent_kind_actions(key, s, kind))(keys, envs)
 
             acts = jax.lax.cond(jnp.any(plays), moves, lambda: out)
             out = jnp.where(plays[:, None], acts.astype(jnp.int32), out)

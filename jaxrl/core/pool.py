@@ -120,7 +120,8 @@ class Pool:
             return self.active.astype(jnp.float32)
         return jnp.where(self.active, self.win_rate() ** power, 0.0)
 
-    def draw(self, u: jax.Array, weights: jax.Array) -> jax.Array:
+    @staticmethod
+    def draw(u: jax.Array, weights: jax.Array) -> jax.Array:
         """Slots for games starting with uniform draws `u` (any shape): the inverse of the weights' CDF;
         -1 while the pool is empty (those games play the scripted bots)."""
         total = jnp.sum(weights)

@@ -301,6 +301,11 @@ def test_resume_in_the_middle_of_selfplay_is_bit_identical(tmp_path):
             marks=pytest.mark.slow,
         ),
         pytest.param(["selfplay.league=[space]", "selfplay.bot_share=0"], "raise bot_share", marks=pytest.mark.slow),
+        pytest.param(
+            ["env=grid", "env.num_bots=1", "selfplay.league=[random]"],
+            "selfplay.league needs an env whose opponents play a kind per game (the arena), not grid",
+            marks=pytest.mark.slow,
+        ),
         pytest.param(["env=grid"], "opponents=selfplay needs opponent seats", marks=pytest.mark.slow),
     ],
 )

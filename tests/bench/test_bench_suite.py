@@ -94,7 +94,7 @@ def test_figures_are_the_ones_measured(smoke_run):
     assert all(0 <= r["win_rate"] <= 1 and 1 <= r["placement"] <= 4 for r in arena["bots"])
     assert arena["ppo"]["sps"] > 0
     league = arena["league"]
-    assert league["ratio"] == pytest.approx(league["league_sps"] / league["selfplay_sps"])
+    assert [r["label"] for r in league["rows"]] == ["arena_selfplay", "arena_league"] and league["league_sps"] > 0
     assert set(league["kind_ms"]) == {"greedy", "space", "lookahead"} and all(v > 0 for v in league["kind_ms"].values())
     # one device, then (on a CPU of several usable cores) one CPU device per core, each with one world
     cores = min(arena["open"][0]["cores"], len(os.sched_getaffinity(0)))
