@@ -11,6 +11,7 @@ The rules, stage by stage, and how they are checked against the engine's own gam
 from __future__ import annotations
 
 import itertools
+from typing import Any
 
 import jax
 import jax.numpy as jnp
@@ -46,6 +47,12 @@ SNAKE_COLOURS = [
     (150, 110, 70),
 ] * 4
 COLOUR_NAMES = ("green", "blue", "orange", "purple", "cyan", "yellow", "rose", "tan")  # SNAKE_COLOURS' first 8
+
+
+def is_script(script: Any) -> bool:
+    """Whether `script` names what an arena's step can play: one of SCRIPTS, or several joined by "+" (a mix:
+    the bots' seats take them in turn)."""
+    return isinstance(script, str) and all(part in SCRIPTS for part in script.split("+"))
 
 
 def _shuffle(u: jax.Array) -> jax.Array:
@@ -129,8 +136,10 @@ class Arena(Env):
         (breadth-first over cells free now or freed this step), never a certain death, and
         avoids cells next to the head of a snake as long or longer; `space` (`space_scores`) also
         looks two moves ahead, keeps room to live in (a flood fill in time), takes only food it
-        reaches first and hunts shorter heads. A game's bots all play `script` (greedy, or space)
-        with probability `greedy_share`, else all random_safe; every kind plays at a table.
+        reaches first and hunts shorter heads; `lookahead` (`lookahead_scores`) searches two turns of
+        simultaneous moves, maximin against its nearest rivals' replies. A game's bots all play `script`
+        (greedy, space, lookahead, or a mix such as space+lookahead: the bots' seats take its kinds in
+        turn) with probability `greedy_share`, else all random_safe; every kind plays at a table.
     Observation: per learner `(view, view, 8)` uint8 centred on its head and turned so that it
         heads up; channels 0 own body (head included), 1 other bodies, 2 other heads, 3 other
         heads at least as long as it, 4 food, 5 wall (beyond the board; none when wrapped: the
@@ -178,8 +187,11 @@ class Arena(Env):
             raise ValueError(f"arena bot_policy must be a run directory (a string), got {bot_policy!r}")  # noqa: TRY004
         if ruleset not in RULESETS:
             raise ValueError(f"arena ruleset must be one of {', '.join(RULESETS)}, got {ruleset!r}")
-        if script not in SCRIPTS:
-            raise ValueError(f"arena script must be one of {', '.join(SCRIPTS)}, got {script!r}")
+        if not is_script(script):
+            raise ValueError(
+                f"arena script must be one of {', '.join(SCRIPTS)}, or several joined by + (a mix: the bots' seats"
+                f" take them in turn), got {script!r}"
+            )
         self.bot_policy = bot_policy  # a finished run whose greedy policy drives bots (jaxrl loads it: with_bot_policy)
         self.ruleset = ruleset
         self.script = script  # what the bots drawn by greedy_share play in the step (the others: random_safe)
@@ -237,8 +249,10 @@ class Arena(Env):
     def with_script(self, kind: str) -> Arena:
         """This arena with the bots drawn by `greedy_share` playing `kind` in its step (evaluation against a
         scripted kind the run did not train with); itself for a kind that needs no script (random_safe)."""
-        if kind not in SCRIPTS or kind == self.script:
+        if kind == "random_safe" or kind == self.script:
             return self
+        if not is_script(kind):
+            raise ValueError(f"{kind!r} is not a script of the arena: {', '.join(SCRIPTS)}, or a mix joined by +")
         made = Arena(self.size, self.num_snakes, self.num_agents, self.view, self.bot_policy, self.ruleset, kind)
         made._policy, made._versus = self._policy, self._versus
         return made
@@ -327,8 +341,11 @@ class Arena(Env):
         if kind == "policy":
             params = params.replace(policy_share=fill("policy_share", 1.0))
         elif kind is not None:
-            if kind not in self.bot_kinds:
-                raise ValueError(f"opponents={kind} is invalid: allowed {', '.join(self.bot_kinds)} or a policy")
+            if kind not in self.bot_kinds and not is_script(kind):
+                raise ValueError(
+                    f"opponents={kind} is invalid: allowed {', '.join(self.bot_kinds)}, a mix such as space+lookahead,"
+                    " or a policy"
+                )
             if kind not in (self.script, "random_safe"):
                 raise ValueError(
                     f"opponents={kind} is not compiled into this arena's step (env.script={self.script}):"
@@ -901,8 +918,10 @@ class Arena(Env):
             state.length[None, :] >= state.length[:, None]
         )  # (me, them): as long or longer
         rivals = rivals & ~jnp.eye(self.num_snakes, dtype=bool)
-        strong = {"space": self.space_scores, "lookahead": self.lookahead_scores}.get(script)
-        strong = strong(state, turns, targets) if strong else None
+        parts = script.split("+")  # a mix: the bots' seats take its kinds in turn
+        scorers = {"space": self.space_scores, "lookahead": self.lookahead_scores}
+        strong = {k: scorers[k](state, turns, targets) for k in dict.fromkeys(parts) if k in scorers}
+        seat_kind = (jnp.arange(self.num_snakes) - self.num_agents) % len(parts)
         scores = []
         for i, target in enumerate(targets):
             dies = (target < 0) | self._at(stays, target)
@@ -914,8 +933,11 @@ class Arena(Env):
             if self.royale:  # a hazard costs health: the greedy bot steps in only for food or to live
                 burns = self._at(state.hazard & ~state.food, target)
                 greedy_score = greedy_score + burns.astype(jnp.float32) * FAR
-            if strong is not None:
-                greedy_score = strong[i]
+            for j, kind in enumerate(parts):
+                if kind in strong:
+                    greedy_score = (
+                        strong[kind][i] if len(parts) == 1 else jnp.where(seat_kind == j, strong[kind][i], greedy_score)
+                    )
             score = jnp.where(state.greedy, greedy_score, 0.0) + jitter[i] + dies.astype(jnp.float32) * 8 * FAR
             scores.append(score)
         best = jnp.argmin(jnp.stack(scores), axis=0)

@@ -29,9 +29,9 @@ USAGE = """usage: python -m jaxrl.eval RUN_DIR [key=value ...]   (or run_dir=RUN
   replay=FILE          an episode file (replay.json, or a game saved by python -m jaxrl.play): step it again
                        with its actions and draw it (beside FILE, or at out=); no run directory is needed
   member=K             a sweep's member to play (default: the best one in summary.json)
-  opponents=KIND       envs whose bots can be set (the arena): one of the env's bots (the
-                       arena's greedy | space | lookahead | random_safe) | a run directory or
-                       pretrained:NAME (its greedy policy drives the bots)
+  opponents=KIND       envs whose bots can be set (the arena): one of the env's bots (the arena's greedy |
+                       space | lookahead | random_safe, or a mix such as space+lookahead: the bots' seats take
+                       them in turn) | a run directory or pretrained:NAME (its greedy policy drives the bots)
   num_bots=N           envs whose bots can be set: how many bots (default: as trained)
   vs=OPPONENT          games of two seats or more, repeatable: head-to-head games at the env's table against
                        another run (RUN_DIR or RUN_DIR@STEP), a shelf agent (pretrained:NAME), one of the

@@ -485,8 +485,13 @@ def with_opponents(env: Any, env_params: Any, opponents: str | None, num_bots: i
             f"opponents= and num_bots= apply to envs whose bots can be set (set_bots: the arena), not to {env.name}"
         )
     against: dict[str, Any] = {}
-    kind = None
-    if opponents is not None and opponents not in hook(env, "bot_kinds"):
+    kind, scripted = None, None
+    if opponents is not None and offers(env, "with_script"):  # the step compiles the scripted kind (or mix) asked for
+        try:
+            scripted = env.with_script(opponents)
+        except ValueError:
+            scripted = None
+    if opponents is not None and scripted is None and opponents not in hook(env, "bot_kinds"):
         if not offers(env, "with_bot_policy"):
             raise UsageError(
                 f"opponents={opponents} is invalid: {env.name}'s bots are {', '.join(hook(env, 'bot_kinds'))};"
@@ -508,9 +513,7 @@ def with_opponents(env: Any, env_params: Any, opponents: str | None, num_bots: i
             raise UsageError(str(e).replace("env.bot_policy=", "opponents=")) from None
         env, kind, opponents = env.with_bot_policy(policy), "policy", str(path)
     elif opponents is not None:
-        kind = opponents
-        if offers(env, "with_script"):  # the arena's step compiles the scripted kind asked for
-            env = env.with_script(kind)
+        kind, env = opponents, scripted or env
     try:
         env_params = env.set_bots(env_params, kind, num_bots)
     except ValueError as e:

@@ -554,7 +554,7 @@ def test_the_lookahead_bot_takes_a_kill_its_rival_cannot_escape_and_not_a_body()
 
 @pytest.mark.parametrize("script", ["space", "lookahead"])
 def test_the_step_plays_the_script_it_was_built_with_and_says_what_it_cannot(script):
-    with pytest.raises(ValueError, match="arena script must be one of greedy, space, lookahead, got 'smart'"):
+    with pytest.raises(ValueError, match=r"arena script must be one of greedy, space, lookahead, or .* got 'smart'"):
         Arena(script="smart")
     plain, spaced = Arena(), Arena().with_script(script)  # as an evaluation against that kind builds it
     assert spaced.script == script and Arena(script=script).with_script("random_safe").script == script
@@ -573,6 +573,30 @@ def test_the_step_plays_the_script_it_was_built_with_and_says_what_it_cannot(scr
         differ += int((want != np.asarray(greedy(key, s))).sum())
         before = np.asarray(s.alive)
         s = step(key, s)
+        moved = before & np.asarray(s.alive)
+        np.testing.assert_array_equal(np.asarray(s.heading)[1:][moved[1:]], want[1:][moved[1:]])
+    assert differ > 0
+
+
+def test_a_mixed_script_gives_the_bots_seats_its_kinds_in_turn():
+    with pytest.raises(ValueError, match="got 'space\\+smart'"):
+        Arena(script="space+smart")
+    mixed, plain = Arena().with_script("space+lookahead"), Arena()
+    params = mixed.set_bots(mixed.default_params, "space+lookahead", None)
+    _, s = mixed.reset(jax.random.key(3), params)
+    kinds = {k: jax.jit(lambda key, s, k=k: plain.bot_directions(key, s, k)) for k in ("space", "lookahead")}
+    learner = jax.jit(lambda key, s: plain.bot_actions(key, s, "space")[0])
+    step = jax.jit(lambda key, s, a: mixed.step_env(key, s, a, params)[1])
+    differ = 0
+    for t in range(60):  # seats 1 and 3 play space, seat 2 lookahead (the learner plays space too)
+        key = jax.random.key(t)
+        space, look = np.asarray(kinds["space"](key, s)), np.asarray(kinds["lookahead"](key, s))
+        want = np.array([space[0], space[1], look[2], space[3]])
+        differ += int(space[2] != look[2])
+        before = np.asarray(s.alive)
+        s = step(key, s, learner(jax.random.fold_in(key, 1), s))
+        if not np.asarray(s.alive)[0]:
+            break
         moved = before & np.asarray(s.alive)
         np.testing.assert_array_equal(np.asarray(s.heading)[1:][moved[1:]], want[1:][moved[1:]])
     assert differ > 0
