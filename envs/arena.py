@@ -93,6 +93,7 @@ class EnvState(environment.EnvState):
 class EnvParams(environment.EnvParams):
     max_steps_in_episode: int = 500  # truncation: steps in one game
     num_bots: int = 3  # snakes the bots drive (the rest of the slots beyond the learners sit the game out)
+    fewest_bots: int = -1  # each game draws its bots uniformly from fewest_bots to num_bots (-1: num_bots always)
     greedy_share: float = 1.0  # chance that a game's scripted bots play greedy (else random_safe), drawn per game
     policy_share: float = 0.0  # chance that a game's bots are the frozen policy of bot_policy (1 when it is set)
     start_length: int = 3  # a new snake: this many segments stacked on its start cell
@@ -112,8 +113,9 @@ class Arena(Env):
     """`num_snakes` snakes on a `size x size` board, all moving at once, by the official Battlesnake engine's rules.
 
     Snakes 0 .. num_agents-1 are the learners; the next `num_bots` (an EnvParams value, so a
-    curriculum can change it without recompiling) are driven by bots inside the step; any slots
-    beyond sit the game out.
+    curriculum can change it without recompiling; with `fewest_bots` >= 0 each game draws its
+    number from fewest_bots to num_bots) are driven by bots inside the step; any slots beyond sit
+    the game out.
     `ruleset` (the engine's): `standard`, `solo` (the game goes on until no snake is left),
         `wrapped` (the edges wrap), `constrictor` (every snake grows every turn; no food stays),
         `wrapped_constrictor`, `royale` (hazards close in from one side every `shrink_every` turns).
@@ -515,6 +517,11 @@ class Arena(Env):
                 "num_bots",
                 lambda x: 0 <= whole(x) <= most,
                 f"an integer from 0 to num_snakes - num_agents = {self.num_snakes} - {self.num_agents} = {most}",
+            ),
+            (
+                "fewest_bots",
+                lambda x: whole(x) == -1 or 0 <= whole(x) <= whole(params.num_bots),
+                "-1 (every game num_bots) or an integer from 0 to num_bots",
             ),
             ("start_length", lambda x: 1 <= whole(x) <= 1000, "an integer from 1 to 1000"),
             ("max_health", *COUNT),
@@ -1258,7 +1265,10 @@ class Arena(Env):
     def reset_env(self, key: jax.Array, params: EnvParams):
         u = self.uniform(key, self.RESET_SALT, 4 + self.num_snakes)
         ids = jnp.arange(self.num_snakes)
-        playing = ids < self.num_agents + jnp.clip(params.num_bots, 0, self.num_snakes - self.num_agents)
+        most = jnp.clip(params.num_bots, 0, self.num_snakes - self.num_agents)
+        least = jnp.where(params.fewest_bots < 0, most, jnp.clip(params.fewest_bots, 0, most))
+        drawn = (self.uniform(key, self.RESET_SALT ^ 0xB0, 1)[0] * (most - least + 1)).astype(jnp.int32)
+        playing = ids < self.num_agents + jnp.minimum(least + drawn, most)
         head = self._placement(key, playing)
         heading = jnp.minimum((u[4:] * 4).astype(jnp.int32), 3)  # the view's turn until the first move
         hit = (self._cells[None, :] == head[:, None]) & playing[:, None]

@@ -50,11 +50,13 @@ def _2_to_3(saved: Saved) -> Saved:
 
 
 POOL_KEYS = {"params", "active", "filled", "wins", "games", "pushed_at"}  # a self-play pool's fields in format 3
+ARENA_PARAMS = {"num_bots", "greedy_share", "policy_share", "start_length", "food_chance", "hazard_damage"}
 
 
 def _3_to_4(saved: Saved) -> Saved:
     """Format 4's self-play pool keeps running win counts for its scripted opponents (`bot_wins`, `bot_games`,
-    one per league kind); a format-3 pool played the env's own bots, one kind, with no counts kept."""
+    one per league kind); a format-3 pool played the env's own bots, one kind, with no counts kept. The arena's
+    params gain `fewest_bots` (-1: every game plays num_bots bots, as before)."""
 
     def walk(node: Any) -> Any:
         if isinstance(node, dict):
@@ -62,6 +64,8 @@ def _3_to_4(saved: Saved) -> Saved:
             if POOL_KEYS <= node.keys() and "bot_wins" not in node:
                 zero = np.zeros((*np.shape(node["wins"])[:-1], 1), np.float32)  # a leading seeds axis kept
                 node = {**node, "bot_wins": zero, "bot_games": zero.copy()}
+            if ARENA_PARAMS <= node.keys() and "fewest_bots" not in node:
+                node = {**node, "fewest_bots": np.full_like(np.asarray(node["num_bots"]), -1)}
             return node
         if isinstance(node, list):
             return [walk(v) for v in node]

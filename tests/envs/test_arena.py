@@ -600,3 +600,16 @@ def test_a_mixed_script_gives_the_bots_seats_its_kinds_in_turn():
         moved = before & np.asarray(s.alive)
         np.testing.assert_array_equal(np.asarray(s.heading)[1:][moved[1:]], want[1:][moved[1:]])
     assert differ > 0
+
+
+def test_fewest_bots_draws_each_games_number_of_bots():
+    env = Arena()
+    reset = jax.jit(jax.vmap(env.reset_env, in_axes=(0, None)))
+    keys = jax.random.split(jax.random.key(0), 600)
+    always = np.asarray(reset(keys, env.default_params)[1].playing).sum(axis=1)
+    assert set(always.tolist()) == {4}  # -1, the default: every game num_bots
+    drawn = np.asarray(reset(keys, env.default_params.replace(fewest_bots=1))[1].playing).sum(axis=1) - 1
+    counts = np.bincount(drawn, minlength=4)
+    assert counts[0] == 0 and all(150 < c < 250 for c in counts[1:]), counts  # 1, 2 or 3 bots, each a third
+    with pytest.raises(ValueError, match="fewest_bots=4 is invalid: must be -1 .* or an integer from 0 to num_bots"):
+        env.check_params(env.default_params.replace(fewest_bots=4))

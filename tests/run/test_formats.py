@@ -151,9 +151,11 @@ def test_a_migrated_fixture_keeps_every_array_it_saved(fixture):
     assert saved.keys() <= now.keys()  # a migration drops no field of the state
     added = sorted(now.keys() - saved.keys())
     written = int(fixture.parent.name.removeprefix("format-"))
-    if written < 4 and "selfplay" in fixture.name:  # 3 to 4: the pool's counts per scripted kind
-        assert [p[-2:] for p in added] == [("pool", "bot_games"), ("pool", "bot_wins")], added
-        assert all(now[p].shape[-1] == 1 and not now[p].any() for p in added)
+    if written < 4 and "selfplay" in fixture.name:  # 3 to 4: the pool's counts per kind, the arena's fewest_bots
+        assert sorted(p[-1] for p in added) == ["bot_games", "bot_wins", "fewest_bots"], added
+        pool = [p for p in added if p[-2] == "pool"]
+        assert all(now[p].shape[-1] == 1 and not now[p].any() for p in pool)
+        assert all(np.all(now[p] == -1) for p in added if p[-1] == "fewest_bots")
     else:
         assert not added, added
     for path, array in saved.items():
