@@ -131,7 +131,7 @@ class ShelfAgent:
         except Exception as e:  # noqa: BLE001  (a config of an env or algorithm this jaxrl does not have)
             raise ShelfError(f"{where}: its config does not load here ({type(e).__name__}: {str(e)[:120]})") from None
         check_env(meta, where)
-        self.meta, self.config = meta, cfg
+        self.meta, self.config, self._format = meta, cfg, found
         self._restored: dict[Any, Any] = {}
 
     @property
@@ -157,7 +157,11 @@ class ShelfAgent:
         abstract = program.abstract_runner()
         leaves, treedef = jax.tree.flatten(jax.tree.map(_zeros_like_saved, abstract))
         where = f"{PREFIX}{self.name}"
+        added = _named(env_params, "env_params")  # env params a later format added take their config's values
         for name, index in _policy_parts(program, _marked(abstract)).items():
+            if name not in self._arrays and self._format < FORMAT and name in added:
+                leaves[index] = np.full(leaves[index].shape, added[name], leaves[index].dtype)
+                continue
             if name not in self._arrays:
                 raise ShelfError(
                     f"{where} has no {name}: its policy file does not fit this jaxrl's {self.config.algo.name}"

@@ -177,6 +177,7 @@ def test_a_shelf_agent_as_eval_opponents_and_in_a_rating(tmp_path, monkeypatch, 
     table = json.loads((tmp_path / "ratings" / "ratings.json").read_text())
     assert {row["player"] for row in table["table"]} == {
         "pretrained:arena-selfplay-v2",
+        "lookahead",
         "space",
         "greedy",
         "random_safe",
