@@ -114,8 +114,8 @@ class Arena(Env):
 
     Snakes 0 .. num_agents-1 are the learners; the next `num_bots` (an EnvParams value, so a
     curriculum can change it without recompiling; with `fewest_bots` >= 0 each game draws its
-    number from fewest_bots to num_bots) are driven by bots inside the step; any slots beyond sit
-    the game out.
+    number from fewest_bots to num_bots, the lowest seats playing) are driven by bots inside the
+    step; any slots beyond sit the game out.
     `ruleset` (the engine's): `standard`, `solo` (the game goes on until no snake is left),
         `wrapped` (the edges wrap), `constrictor` (every snake grows every turn; no food stays),
         `wrapped_constrictor`, `royale` (hazards close in from one side every `shrink_every` turns).
@@ -339,7 +339,7 @@ class Arena(Env):
                 raise ValueError(
                     f"num_bots={count} is invalid: the run's arena has room for 0 to {self.opponent_slots} bots"
                 )
-            params = params.replace(num_bots=fill("num_bots", count))
+            params = params.replace(num_bots=fill("num_bots", count), fewest_bots=fill("fewest_bots", -1))
         if kind == "policy":
             params = params.replace(policy_share=fill("policy_share", 1.0))
         elif kind is not None:
@@ -349,10 +349,10 @@ class Arena(Env):
                     " or a policy"
                 )
             if kind not in (self.script, "random_safe"):
+                table = f", or meet {kind} head to head (vs={kind})" if kind in self.bot_kinds else ""
                 raise ValueError(
                     f"opponents={kind} is not compiled into this arena's step (env.script={self.script}):"
-                    f" build it with env.with_script({kind!r}) (python -m jaxrl.eval does), or meet {kind} head"
-                    f" to head (vs={kind})"
+                    f" build it with env.with_script({kind!r}) (python -m jaxrl.eval does){table}"
                 )
             greedy = 0.0 if kind == "random_safe" else 1.0
             params = params.replace(greedy_share=fill("greedy_share", greedy), policy_share=fill("policy_share", 0.0))

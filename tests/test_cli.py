@@ -94,7 +94,10 @@ def test_gymnax_id_runs(tmp_path):
         (["total_timesteps=1"], "total_timesteps=1 is below one update"),
         (["seed"], "bad argument 'seed': expected key=value"),
         (["preset=turbo"], "unknown preset 'turbo'; valid: fast, heavy, beast"),
-        (["experiment=snake_fast"], "unknown experiment 'snake_fast'; valid: arena_league, arena_selfplay, snake_perfect"),
+        (
+            ["experiment=snake_fast"],
+            "unknown experiment 'snake_fast'; valid: arena_league, arena_selfplay, snake_perfect",
+        ),
         (
             ["experiment=snake_perfect", "env=grid"],
             "experiment=snake_perfect is a recipe for env=snake; it cannot run with env=grid",

@@ -51,6 +51,7 @@ def _2_to_3(saved: Saved) -> Saved:
 
 POOL_KEYS = {"params", "active", "filled", "wins", "games", "pushed_at"}  # a self-play pool's fields in format 3
 ARENA_PARAMS = {"num_bots", "greedy_share", "policy_share", "start_length", "food_chance", "hazard_damage"}
+ADDED_ENV_PARAMS = {4: {"fewest_bots": -1}}  # format -> the arena params it added, with the value that keeps old runs
 
 
 def _3_to_4(saved: Saved) -> Saved:
@@ -64,8 +65,9 @@ def _3_to_4(saved: Saved) -> Saved:
             if POOL_KEYS <= node.keys() and "bot_wins" not in node:
                 zero = np.zeros((*np.shape(node["wins"])[:-1], 1), np.float32)  # a leading seeds axis kept
                 node = {**node, "bot_wins": zero, "bot_games": zero.copy()}
-            if ARENA_PARAMS <= node.keys() and "fewest_bots" not in node:
-                node = {**node, "fewest_bots": np.full_like(np.asarray(node["num_bots"]), -1)}
+            if ARENA_PARAMS <= node.keys():
+                for name, value in ADDED_ENV_PARAMS[4].items():
+                    node.setdefault(name, np.full_like(np.asarray(node["num_bots"]), value))
             return node
         if isinstance(node, list):
             return [walk(v) for v in node]

@@ -489,7 +489,9 @@ def with_opponents(env: Any, env_params: Any, opponents: str | None, num_bots: i
     if opponents is not None and offers(env, "with_script"):  # the step compiles the scripted kind (or mix) asked for
         try:
             scripted = env.with_script(opponents)
-        except ValueError:
+        except ValueError as e:
+            if "+" in opponents:  # meant as a mix of scripted kinds
+                raise UsageError(f"opponents={opponents} is invalid: {e}") from None
             scripted = None
     if opponents is not None and scripted is None and opponents not in hook(env, "bot_kinds"):
         if not offers(env, "with_bot_policy"):

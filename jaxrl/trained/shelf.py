@@ -27,7 +27,7 @@ from typing import Any
 import jax
 import numpy as np
 
-from jaxrl.config.formats import FORMAT, check, check_env, migrate_config
+from jaxrl.config.formats import ADDED_ENV_PARAMS, FORMAT, check, check_env, migrate_config
 from jaxrl.config.schema import ConfigError
 
 PREFIX = "pretrained:"
@@ -157,9 +157,14 @@ class ShelfAgent:
         abstract = program.abstract_runner()
         leaves, treedef = jax.tree.flatten(jax.tree.map(_zeros_like_saved, abstract))
         where = f"{PREFIX}{self.name}"
-        added = _named(env_params, "env_params")  # env params a later format added take their config's values
+        added = {  # the env params formats after the file's added, with the values that keep its game
+            f"env_params.{name}": value
+            for version, params in ADDED_ENV_PARAMS.items()
+            if version > self._format
+            for name, value in params.items()
+        }
         for name, index in _policy_parts(program, _marked(abstract)).items():
-            if name not in self._arrays and self._format < FORMAT and name in added:
+            if name not in self._arrays and name in added:
                 leaves[index] = np.full(leaves[index].shape, added[name], leaves[index].dtype)
                 continue
             if name not in self._arrays:

@@ -613,3 +613,5 @@ def test_fewest_bots_draws_each_games_number_of_bots():
     assert counts[0] == 0 and all(150 < c < 250 for c in counts[1:]), counts  # 1, 2 or 3 bots, each a third
     with pytest.raises(ValueError, match="fewest_bots=4 is invalid: must be -1 .* or an integer from 0 to num_bots"):
         env.check_params(env.default_params.replace(fewest_bots=4))
+    exactly = env.set_bots(env.default_params.replace(fewest_bots=1), None, 2)  # an evaluation's num_bots=2
+    assert int(exactly.fewest_bots) == -1 and int(exactly.num_bots) == 2

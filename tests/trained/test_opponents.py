@@ -110,6 +110,7 @@ def test_eval_plays_against_the_bot_kind_and_count_asked_for(bot_run, tmp_path, 
             "opponents=smart is invalid: allowed greedy, space, lookahead, random_safe, a run directory or"
             " pretrained:NAME",
         ),
+        ("opponents=space+lookhead", "opponents=space+lookhead is invalid: 'space+lookhead' is not a script"),
         ("num_bots=4", "num_bots=4 is invalid: the run's arena has room for 0 to 3 bots"),
     ],
 )
