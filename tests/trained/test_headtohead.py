@@ -94,7 +94,8 @@ def test_run_play_against_is_the_same_games(runs):
     [
         (
             "{missing}",
-            "is invalid: allowed greedy, space, random_safe, a run directory (PATH or PATH@STEP) or pretrained:NAME",
+            "is invalid: allowed greedy, space, lookahead, random_safe, a run directory (PATH or PATH@STEP) or"
+            " pretrained:NAME",
         ),
         ("{foreign}", "is not a jaxrl run directory"),
         ("{grid}", "grid sets no table of 2 seats"),
@@ -134,13 +135,13 @@ def test_the_rating_fit_recovers_known_strengths():
     assert np.isfinite(one_sided["ratings"]["A"]) and one_sided["ratings"]["A"] > 400
 
 
-@pytest.mark.slow  # 15 pairs through the CLI (about 35 s); the fit and reproducibility stay in the default tier
+@pytest.mark.slow  # 28 pairs through the CLI (about 40 s); the fit and reproducibility stay in the default tier
 def test_rate_writes_the_table_and_plot_over_every_checkpoint(runs, tmp_path):
     proc = cli("jaxrl.rate", str(runs["a"]), str(runs["b"]), "games=40", "checkpoints=all", f"out={tmp_path}")
     assert proc.returncode == 0, proc.stderr[-2000:]
     saved = json.loads((tmp_path / "ratings.json").read_text())
-    assert len(saved["table"]) == 2 + 2 + 3  # two checkpoints of each run, and the three bots
-    assert len(saved["pairs"]) == 21 and saved["anchor"] == "random_safe"
+    assert len(saved["table"]) == 2 + 2 + 4  # two checkpoints of each run, and the four bots
+    assert len(saved["pairs"]) == 28 and saved["anchor"] == "random_safe"
     assert [r["rating"] for r in saved["table"]] == sorted((r["rating"] for r in saved["table"]), reverse=True)
     assert all(r["train_s"] is not None for r in saved["table"] if r["run_dir"])
     assert (tmp_path / "ratings.png").stat().st_size > 0
