@@ -55,6 +55,15 @@ def is_script(script: Any) -> bool:
     return isinstance(script, str) and all(part in SCRIPTS for part in script.split("+"))
 
 
+def _count_unreached(count: jax.Array, reached: jax.Array) -> jax.Array:
+    """A bit-sliced counter (planes, ..., words) plus one at every bit not set in `reached` (..., words)."""
+    carry_bits, out = ~reached, []
+    for plane in count:
+        out.append(plane ^ carry_bits)
+        carry_bits = plane & carry_bits
+    return jnp.stack(out)
+
+
 def _shuffle(u: jax.Array) -> jax.Array:
     """One of the 24 orders of 4 start places (PERMUTATIONS), from a uniform draw."""
     return jnp.minimum((u * 24).astype(jnp.int32), 23)
@@ -624,13 +633,9 @@ class Arena(Env):
 
         def spread(_, carry):
             reached, count = carry
-            carry_bits, out = ~reached, []
-            for b in range(planes):  # count += 1 where not reached
-                out.append(count[b] ^ carry_bits)
-                carry_bits = count[b] & carry_bits
             grown = (reached << 1) | (reached >> 1) | jnp.concatenate([reached[1:], zero])
             grown = grown | jnp.concatenate([zero, reached[:-1]])
-            return reached | (grown & passable & full), jnp.stack(out)
+            return reached | (grown & passable & full), _count_unreached(count, reached)
 
         count = jnp.zeros((planes, self.size), jnp.uint32)
         _, count = jax.lax.fori_loop(0, rounds, spread, (self._pack(state.food), count))
@@ -707,11 +712,7 @@ class Arena(Env):
 
         def grow(_, carry):
             reached, count = carry
-            carry_bits, out = ~reached, []
-            for b in range(planes):  # count += 1 where not reached
-                out.append(count[b] ^ carry_bits)
-                carry_bits = count[b] & carry_bits
-            return reached | (self._neighbours(reached) & usable), jnp.stack(out)
+            return reached | (self._neighbours(reached) & usable), _count_unreached(count, reached)
 
         start = jax.vmap(self._pack)(sources)  # (k, size)
         count = jnp.zeros((planes, *start.shape), jnp.uint32)
