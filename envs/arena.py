@@ -341,6 +341,11 @@ class Arena(Env):
             for k in range(self.num_snakes)
         ]
 
+    def eval_params(self, params: EnvParams) -> EnvParams:
+        """The params to evaluate a policy with: every game at the full table of num_bots bots (a run that
+        trained with `fewest_bots` is measured as it will be played; `num_bots=` picks another size)."""
+        return params.replace(fewest_bots=jnp.full_like(params.fewest_bots, -1))
+
     def set_bots(self, params: EnvParams, kind: str | None, count: int | None) -> EnvParams:
         fill = lambda field, value: jnp.full_like(getattr(params, field), value)
         if count is not None:

@@ -615,3 +615,6 @@ def test_fewest_bots_draws_each_games_number_of_bots():
         env.check_params(env.default_params.replace(fewest_bots=4))
     exactly = env.set_bots(env.default_params.replace(fewest_bots=1), None, 2)  # an evaluation's num_bots=2
     assert int(exactly.fewest_bots) == -1 and int(exactly.num_bots) == 2
+    full = env.eval_params(env.default_params.replace(fewest_bots=1, num_bots=2))  # evaluation: the full table
+    assert int(full.fewest_bots) == -1 and int(full.num_bots) == 2
+    assert int(np.asarray(reset(keys[:50], full)[1].playing).sum(axis=1).min()) == 3
