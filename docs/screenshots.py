@@ -1,5 +1,5 @@
 """The screenshots of docs/play.md: `python docs/screenshots.py` (needs the [play] and [browser] extras and
-Debian's chromium). Watching the shelf's Snake agent, and a person playing the arena against its champion."""
+Debian's chromium). Watching the shelf's Snake agent, and a person playing the arena against its self-play agent."""
 
 import shutil
 import sys

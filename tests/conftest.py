@@ -217,11 +217,11 @@ LONGEST_FILES = {
     "tests/bench/test_bench_suite.py": 340,
     "tests/test_colab_stack.py": 310,
     "tests/run/test_checkpoint.py": 300,
+    "tests/trained/test_shelf.py": 230,
     "tests/scale/test_distributed.py": 180,
     "tests/scale/test_mesh.py": 165,
     "tests/run/test_reliability.py": 150,
     "tests/trained/test_headtohead.py": 130,
-    "tests/trained/test_shelf.py": 230,  # the shelf's rating table (AMD EPYC family 26, 2026-12-07)
 }
 
 

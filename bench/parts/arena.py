@@ -603,17 +603,11 @@ def headlines(out: dict[str, Any]) -> list[dict[str, str]]:
             f" {fmt_rate(default)} at {n_default:,} ({fmt_ratio(arena / default)})",
         },
         {
-            "what": "Arena bots: a greedy bot against 3 greedy bots",
-            "figure": f"wins {greedy['win_rate']:.1%} of {greedy['games']:,} games,"
-            f" placement {greedy['placement']:.2f}",
-        },
-        {
-            "what": "Arena bots: a space bot against 3 greedy bots",
-            "figure": f"wins {space['win_rate']:.1%} of {space['games']:,} games, placement {space['placement']:.2f}",
-        },
-        {
-            "what": "Arena bots: a lookahead bot against 3 greedy bots",
-            "figure": f"wins {look['win_rate']:.1%} of {look['games']:,} games, placement {look['placement']:.2f}",
+            "what": "Arena bots: one bot of each kind against 3 greedy bots",
+            "figure": ", ".join(
+                f"{r['seat']} wins {r['win_rate']:.1%} (placement {r['placement']:.2f})" for r in (greedy, space, look)
+            )
+            + f" of {greedy['games']:,} games each",
         },
         {"what": "PPO on the arena (shipped config)", "figure": f"{fmt_rate(out['ppo']['sps'])} steps/s"},
         {

@@ -43,7 +43,8 @@ USAGE = """usage: python -m jaxrl.eval RUN_DIR [key=value ...]   (or run_dir=RUN
 Prints mean, median, min and max of the return (and of the score, with the win rate, for
 envs that report them) and writes them to RUN_DIR/eval.json, with the score histogram and
 the env params played with (the env's eval_params: Snake's hunger limit is at least
-size * size). The replay shows the step and the score (or return) so far below the board.
+size * size; the arena's games all seat num_bots bots). The replay shows the step and the
+score (or return) so far below the board.
 """
 
 

@@ -11,7 +11,7 @@ With several agents per world an episode's return is the world's (the sum over i
 The env params played with are the ones the agent trained with last (a curriculum's final
 phase), passed through the env's `eval_params(params) -> params` where it has one: Snake's
 raises `hunger_limit` to at least size * size, so that hunger cannot cut a legal game short,
-and turns reward shaping off.
+and turns reward shaping off; the arena's plays every game at the full table of `num_bots` bots.
 
 eval.json (all figures over every seed's episodes):
 - `return`, `length`, and `score` for envs whose step info reports one (Snake's apples, the
