@@ -282,9 +282,14 @@ class Arena(Env):
         made._versus = True
         return made
 
-    def opponent_obs(self, state: EnvState) -> jax.Array:
-        """(opponent_slots, view, view, 8): what each bot seat sees, as a learner in its place would."""
-        return self.views(state, tuple(range(self.num_agents, self.num_snakes)))
+    def opponent_obs(self, state: EnvState, view: int | None = None) -> jax.Array:
+        """(opponent_slots, view, view, 8): what each bot seat sees, as a learner in its place would; with
+        `view`, as one trained with that width would (a frozen league member of another view)."""
+        seats = tuple(range(self.num_agents, self.num_snakes))
+        if view is None or view == self.view:
+            return self.views(state, seats)
+        twin = Arena(self.size, self.num_snakes, self.num_agents, view, "", self.ruleset, self.script)
+        return twin.views(state, seats)
 
     def opponent_actions(self, key: jax.Array, state: EnvState) -> jax.Array:
         """(opponent_slots,) the relative actions the bots' scripts (or the frozen policy) would take."""

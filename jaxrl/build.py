@@ -24,10 +24,11 @@ def program(cfg: TrainConfig, chunk: int | None = None, layout: Any = None, env:
     first use in chunks of `chunk` updates (default: the config's num_chunks), over `layout`'s devices."""
     from jaxrl.config.environment import make_env
     from jaxrl.run.driver import Program
-    from jaxrl.trained.frozen import with_frozen_bots
+    from jaxrl.trained.frozen import league_agents, with_frozen_bots
 
     env, env_params = make_env(cfg) if env is None else env
-    return Program(cfg, with_frozen_bots(env), env_params, chunk=chunk, layout=layout)
+    agents = lambda league: league_agents(env.name, tuple(league))  # loaded when a league's step is traced
+    return Program(cfg, with_frozen_bots(env), env_params, chunk=chunk, layout=layout, agents=agents)
 
 
 def default_run_dir(cfg: TrainConfig) -> Path:
@@ -69,6 +70,10 @@ def prepare(cfg: TrainConfig) -> tuple[Any, Any, Any]:
     if cfg.compile_cache:
         use_persistent_cache(cfg.compile_cache)  # ConfigError when it is not a usable directory
     ready = program(cfg, layout=lay)
+    if cfg.opponents == "selfplay":  # the league's frozen agents load now: a bad one stops the run unwritten
+        from jaxrl.trained.frozen import league_agents
+
+        league_agents(ready.env.name, tuple(cfg.selfplay.league))
     agree_error(lambda: ready.check_memory(own(devices)))  # each host checks its own; all stop if one must
     curriculum = for_config(cfg, ready.env, ready.env_params, ready.steps_per_update)
     check_phases(curriculum, ready)

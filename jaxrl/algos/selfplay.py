@@ -3,8 +3,9 @@ past policies, drawn per game from a pool of frozen snapshots on device (`jaxrl.
 
 Three pieces, each in the runner, so checkpoints, exact resume, sweeps and devices work as for any run:
 - `SelfPlayVector`, the env batch: the first `bot_share` of the worlds play the env's own bots, or
-  with a league (`selfplay.league`: scripted kinds such as the arena's greedy, space and lookahead)
-  each game there draws one kind; in the others every game draws a pool slot when it starts and
+  with a league (`selfplay.league`: scripted kinds such as the arena's greedy, space and lookahead,
+  and frozen agents, `pretrained:NAME` or a run directory, each seeing with its own view) each game
+  there draws one kind; in the others every game draws a pool slot when it starts and
   keeps it to its end, and the opponents' recurrent state starts with the game. A game that started
   before the first snapshot plays the bots to its end. Both draws follow `sampling`: prioritized
   (fictitious self-play) brings back the snapshots and kinds that beat the learner most.
@@ -51,8 +52,20 @@ class Seats:
     pool: Pool | None = None  # the snapshots (no worlds axis; `SelfPlay` fills it in after the first reset)
 
 
+def is_agent(kind: str) -> bool:
+    """A league member that is a frozen agent (`pretrained:NAME`, a run directory), not a scripted kind."""
+    return kind.startswith(("pretrained:", ".", "~")) or "/" in kind
+
+
+def label(kind: str) -> str:
+    """A league member's name in metrics: the kind, or the agent's name (letters, digits and _)."""
+    name = kind.removeprefix("pretrained:").rstrip("/").rsplit("/", 1)[-1] if is_agent(kind) else kind
+    return "".join(c if c.isalnum() else "_" for c in name)
+
+
 def check_env(env: Any, league: tuple[str, ...] = ()) -> None:
-    """ConfigError unless `env` has opponent seats self-play can fill, and the bots `league` names."""
+    """ConfigError unless `env` has opponent seats self-play can fill, and the bots `league` names (frozen
+    agents are loaded by `jaxrl.trained.frozen.league_agents`, before training)."""
     slots = hook(env, "opponent_slots")
     if slots is None:
         raise ConfigError(
@@ -71,10 +84,13 @@ def check_env(env: Any, league: tuple[str, ...] = ()) -> None:
             )
         kinds = tuple(hook(env, "bot_kinds"))
         for kind in league:
-            if kind not in kinds:
+            if kind not in kinds and not is_agent(kind):
                 raise ConfigError(
-                    f"selfplay.league: {kind!r} is not a bot of env={env.name}: allowed {', '.join(kinds)}"
+                    f"selfplay.league: {kind!r} is not a bot of env={env.name}: allowed {', '.join(kinds)},"
+                    " pretrained:NAME or a run directory"
                 )
+        if len({label(kind) for kind in league}) < len(league):
+            raise ConfigError(f"selfplay.league={list(league)} names two members alike in metrics: rename a run")
         if getattr(env, "bot_policy", ""):
             raise ConfigError("selfplay.league and env.bot_policy both say who plays the bots' games: set one of them")
 
@@ -82,10 +98,21 @@ def check_env(env: Any, league: tuple[str, ...] = ()) -> None:
 class SelfPlayVector(VectorEnv):
     """`num_envs` worlds of `env`, their opponents' seats played by the pool (see the module doc)."""
 
-    def __init__(self, env: Any, num_envs: int, scores: Any, sampled: bool, initial_carry: Any, settings: Any):
+    def __init__(
+        self,
+        env: Any,
+        num_envs: int,
+        scores: Any,
+        sampled: bool,
+        initial_carry: Any,
+        settings: Any,
+        agents: Any = None,
+    ):
         """`scores(params, carry, obs) -> (carry, per-action scores)`: the learner's (`Algorithm.action_scores`),
-        acted on by argmax, after Gumbel noise when `sampled`."""
+        acted on by argmax, after Gumbel noise when `sampled`. `agents(league) -> {kind: (act, view)}`: the
+        league's frozen agents (called when the step is traced; jaxrl.build passes the loader)."""
         super().__init__(env, num_envs)
+        self.agents = agents
         self.versus = env.versus()
         self.seats = env.opponent_slots
         self.scores, self.sampled, self.initial_carry = scores, sampled, initial_carry
@@ -199,14 +226,24 @@ class SelfPlayVector(VectorEnv):
 
     def _scripted(self, keys: jax.Array, envs: Any, slot: jax.Array) -> jax.Array:
         """(worlds, seats) the scripted opponents' actions: the env's own bots, or each game's league kind
-        (-1 - slot), each kind computed only when some game plays it."""
+        (-1 - slot), each kind computed only when some game plays it (a frozen agent on its own views)."""
         if not self.league:
             return jax.vmap(self.env.opponent_actions)(keys, envs).astype(jnp.int32)
+        agents = {}
+        if any(map(is_agent, self.league)):
+            if self.agents is None:
+                raise ConfigError("selfplay.league names frozen agents: build the program with jaxrl.build")
+            with jax.ensure_compile_time_eval():  # loaded once per process, outside the conds: concrete, not traced
+                agents = self.agents(self.league)
         out = jnp.zeros((slot.shape[0], self.seats), jnp.int32)
         for k, kind in enumerate(self.league):
             plays = slot == -1 - k
 
             def moves(kind=kind):
+                if is_agent(kind):
+                    act, view = agents[kind]
+                    obs = jax.vmap(lambda s: self.env.opponent_obs(s, view))(envs)
+                    return act(obs.reshape(-1, *obs.shape[2:]), keys[0]).reshape(out.shape)
                 return jax.vmap(lambda key, s: self.env.opponent_kind_actions(key, s, kind))(keys, envs)
 
             acts = jax.lax.cond(jnp.any(plays), moves, lambda: out)
@@ -217,7 +254,7 @@ class SelfPlayVector(VectorEnv):
 class SelfPlayEnv:
     """The env as a self-play learner sees it: the env itself, batched as a `SelfPlayVector`."""
 
-    def __init__(self, env: Any, scores: Any, sampled: bool, initial_carry: Any, settings: Any):
+    def __init__(self, env: Any, scores: Any, sampled: bool, initial_carry: Any, settings: Any, agents: Any = None):
         self.base, self.scores, self.sampled, self.initial_carry, self.settings = (
             env,
             scores,
@@ -225,12 +262,15 @@ class SelfPlayEnv:
             initial_carry,
             settings,
         )
+        self.agents = agents
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.base, name)
 
     def vectorized(self, num_envs: int) -> SelfPlayVector:
-        return SelfPlayVector(self.base, num_envs, self.scores, self.sampled, self.initial_carry, self.settings)
+        return SelfPlayVector(
+            self.base, num_envs, self.scores, self.sampled, self.initial_carry, self.settings, self.agents
+        )
 
 
 class SelfPlay:
@@ -272,8 +312,8 @@ class SelfPlay:
             "bots_score": score(jnp.sum(wins[n:]), jnp.sum(games[n:])),
         }
         for k, kind in enumerate(self.settings.league):  # each scripted kind's games and the learner's score
-            learner[f"league_{kind}_games"] = games[n + k]
-            learner[f"league_{kind}_score"] = score(wins[n + k], games[n + k])
+            learner[f"league_{label(kind)}_games"] = games[n + k]
+            learner[f"league_{label(kind)}_score"] = score(wins[n + k], games[n + k])
         return self._push(runner), stats.replace(learner=learner, finite=finite)
 
     def _push(self, runner: Any) -> Any:
@@ -288,14 +328,15 @@ class SelfPlay:
         return runner.replace(envs=runner.envs.replace(state=seats.replace(pool=pool)))
 
 
-def wrap(factory: Any, cfg: Any, env: Any, env_params: Any) -> Any:
+def wrap(factory: Any, cfg: Any, env: Any, env_params: Any, agents: Any = None) -> Any:
     """The algorithm `factory(cfg, env, env_params)` builds, playing a pool of itself when cfg.opponents is
-    selfplay (the learner's own network, built once on the plain env, acts for the opponents)."""
+    selfplay (the learner's own network, built once on the plain env, acts for the opponents); `agents`: the
+    loader of the league's frozen agents (`SelfPlayVector`)."""
     if cfg.opponents != "selfplay":
         return factory(cfg, env, env_params)
     check_env(env, tuple(cfg.selfplay.league))
     plain = factory(cfg, env, env_params)
     settings = cfg.selfplay
     sampled = plain.sampled_scores and not settings.greedy
-    sp_env = SelfPlayEnv(env, plain.action_scores(), sampled, plain.initial_carry, settings)
+    sp_env = SelfPlayEnv(env, plain.action_scores(), sampled, plain.initial_carry, settings, agents)
     return SelfPlay(factory(cfg, sp_env, env_params), settings)

@@ -45,8 +45,9 @@ class SelfPlayConfig:
     )
     bot_share: float = 0.2  # share of the worlds whose games stay against the bots (scripted, or env.bot_policy's run)
     greedy: bool = False  # opponents take their most likely action (else they sample, as the learner does)
-    league: list[str] = field(default_factory=list)  # scripted kinds the bots' games draw from, by `sampling`
-    #   (the arena's greedy, space, lookahead, random_safe); empty: the env's own bots (env.script)
+    league: list[str] = field(default_factory=list)  # kinds the bots' games draw from, by `sampling`: scripts
+    #   (the arena's greedy, space, lookahead, random_safe) and frozen agents (pretrained:NAME, a run directory,
+    #   each on its own view); empty: the env's own bots (env.script)
 
 
 @dataclass

@@ -168,7 +168,10 @@ def check_opponents(cfg: TrainConfig) -> None:
         )
     league = s.league
     if not isinstance(league, list | tuple) or not all(isinstance(k, str) for k in league):
-        raise ConfigError(f"selfplay.league={league} is invalid: a list of the env's bot names, like [greedy, space]")
+        raise ConfigError(
+            f"selfplay.league={league} is invalid: a list of the env's bot names and frozen agents,"
+            " like [greedy, space, pretrained:NAME]"
+        )
     if len(set(league)) != len(league):
         raise ConfigError(f"selfplay.league={list(league)} is invalid: it names a bot twice")
     if league and round(s.bot_share * cfg.num_envs) < 1:

@@ -54,9 +54,18 @@ class Program:
     (`hypers`), and its swept env values are the env params its envs start with.
     """
 
-    def __init__(self, cfg: TrainConfig, env: Any, env_params: Any, chunk: int | None = None, layout: Any = None):
+    def __init__(
+        self,
+        cfg: TrainConfig,
+        env: Any,
+        env_params: Any,
+        chunk: int | None = None,
+        layout: Any = None,
+        agents: Any = None,
+    ):
         """`layout` (`jaxrl.scale.mesh.layout`): the devices the program is sharded over; None, or one device:
-        jax's default device, unsharded. `cfg` has its env_groups filled in for the layout."""
+        jax's default device, unsharded. `cfg` has its env_groups filled in for the layout. `agents`: the loader
+        of a self-play league's frozen agents (`jaxrl.trained.frozen.league_agents`, which jaxrl.build passes)."""
         from jaxrl.config import sweep as sweeps
 
         if layout is not None:
@@ -66,7 +75,8 @@ class Program:
         self.cfg = cfg
         self.layout = layout if layout is not None and layout.size > 1 else None
         self.env, self.env_params = env, env_params
-        self.algo: base.Algorithm = selfplay.wrap(base.get(cfg.algo.name).factory, cfg, env, env_params)
+        self.agents = agents
+        self.algo: base.Algorithm = selfplay.wrap(base.get(cfg.algo.name).factory, cfg, env, env_params, agents)
         self.sweep = sweeps.parse(cfg)
         self.population = cfg.num_seeds * self.sweep.size  # entries of the seed axis
         self.hypers = self.sweep.algo_values(cfg.num_seeds)  # {field: (population,) float32}
@@ -120,7 +130,7 @@ class Program:
         algo_cfg = dataclasses.replace(self.cfg.algo, **hypers)
         swept = dataclasses.replace(self.cfg, algo=algo_cfg)
         with jax.ensure_compile_time_eval():  # what the constructor computes from constants stays concrete
-            return selfplay.wrap(base.get(self.cfg.algo.name).factory, swept, self.env, self.env_params)
+            return selfplay.wrap(base.get(self.cfg.algo.name).factory, swept, self.env, self.env_params, self.agents)
 
     def member_hypers(self, member: int) -> dict[str, float]:
         """The swept algorithm values of one member, as numbers ({} without an algorithm sweep)."""
@@ -140,6 +150,11 @@ class Program:
         """The algorithm's policy (`Algorithm.policy`) with a sweep member's values, traced at the run's matmul
         precision wherever it is jitted."""
         return with_matmul_precision(self.cfg.precision, self.algorithm(self.member_hypers(member)).policy(greedy))
+
+    def scores(self, member: int = 0) -> Any:
+        """The algorithm's `action_scores` (logits or Q-values) with a sweep member's values, at the run's matmul
+        precision: what an exported policy computes."""
+        return with_matmul_precision(self.cfg.precision, self.algorithm(self.member_hypers(member)).action_scores())
 
     def readout(self, member: int = 0) -> Any:
         """The algorithm's `readout` (action probabilities or Q-values, and the value) with a sweep member's

@@ -26,11 +26,44 @@ def with_frozen_bots(env: Any) -> Any:
     return env.with_bot_policy(frozen_policy(where, env.name, env.observation_space().shape))
 
 
+def league_agents(env_name: str, league: tuple[str, ...]) -> dict[str, tuple[Any, int]]:
+    """{kind: (act, view)} of a self-play league's frozen agents (`selfplay.league`'s `pretrained:NAME` and run
+    directories), each loaded once per process. ConfigError, one line, for one that cannot play here."""
+    from jaxrl.algos.selfplay import is_agent
+
+    return {kind: league_policy(kind, env_name) for kind in league if is_agent(kind)}
+
+
 @functools.cache
-def frozen_policy(run_dir: str, env_name: str, obs_shape: tuple[int, ...]) -> Any:
+def league_policy(kind: str, env_name: str) -> tuple[Any, int]:
+    """(act, view) of the frozen agent `kind` (`pretrained:NAME` or a run directory) in a self-play league:
+    `frozen_policy`, on views of the width it trained with. Loaded once per process."""
+    from jaxrl.config.compose import UsageError, resume_config
+    from jaxrl.config.environment import make_env
+    from jaxrl.trained.shelf import ShelfAgent, is_pretrained
+
+    flag = "selfplay.league"
+    where = kind if is_pretrained(kind) else str(Path(kind).expanduser().resolve())
+    if is_pretrained(kind):
+        cfg = ShelfAgent(kind).config  # ShelfError (a ConfigError), one line
+    elif not Path(where).is_dir() or not (Path(where) / "config.yaml").is_file():
+        raise ConfigError(f"{flag}: {kind} is not a jaxrl run directory (nor a scripted kind, nor pretrained:NAME)")
+    else:
+        try:
+            cfg, _, _ = resume_config(Path(where), [], flag=flag)
+        except UsageError as e:
+            raise ConfigError(f"{flag}: {kind}: {e}") from None
+    check_env(cfg, f"{flag}: {kind}", env_name)
+    cfg.env.bot_policy = ""
+    shape = tuple(make_env(cfg)[0].observation_space().shape[-3:])
+    return frozen_policy(where, env_name, shape, flag), shape[0]
+
+
+@functools.cache
+def frozen_policy(run_dir: str, env_name: str, obs_shape: tuple[int, ...], flag: str = "env.bot_policy") -> Any:
     """`(obs, key) -> actions` of seed 0 (of a sweep's best member) of the newest checkpoint of `run_dir`, or of
     the shelf agent `pretrained:NAME`, greedy, its parameters closed over (constants of the compiled step).
-    Loaded once per process."""
+    Loaded once per process. `flag`: the setting that named it, in errors."""
     from jaxrl.config.compose import UsageError, resume_config
     from jaxrl.config.environment import make_env
     from jaxrl.run.checkpoint import Checkpointer, CheckpointError
@@ -38,7 +71,7 @@ def frozen_policy(run_dir: str, env_name: str, obs_shape: tuple[int, ...]) -> An
     from jaxrl.run.rundir import run_files
     from jaxrl.trained.shelf import ShelfAgent, is_pretrained
 
-    where = f"env.bot_policy={run_dir}"
+    where = f"{flag}={run_dir}"
     if is_pretrained(run_dir):
         agent = ShelfAgent(run_dir)  # ShelfError (a ConfigError), one line
         return _acting(agent.config, *agent.restore()[1:], 0, where, env_name, obs_shape)
@@ -47,7 +80,7 @@ def frozen_policy(run_dir: str, env_name: str, obs_shape: tuple[int, ...]) -> An
             f"{where} is not a jaxrl run with checkpoints (train one first: python -m jaxrl.train env={env_name})"
         )
     try:
-        cfg, _, _ = resume_config(Path(run_dir), [], flag="env.bot_policy")
+        cfg, _, _ = resume_config(Path(run_dir), [], flag=flag)
     except UsageError as e:
         raise ConfigError(f"{where}: {e}") from None
     check_env(cfg, where, env_name)

@@ -281,6 +281,37 @@ def test_resume_in_the_middle_of_selfplay_is_bit_identical(tmp_path):
     assert_same_state(run, ref)
 
 
+def test_a_frozen_agent_in_the_league_plays_its_own_moves_on_its_own_view():
+    from jaxrl.config.environment import make_env
+    from jaxrl.trained.frozen import frozen_policy
+    from jaxrl.trained.shelf import ShelfAgent
+
+    agent = "pretrained:arena-selfplay-v2"  # a 7x7 view; the learner here sees 11x11
+    prog = program(f"selfplay.league=[greedy,{agent}]", "selfplay.bot_share=0.5", "selfplay.pool_size=2", "env.view=11")
+    algo, vec = prog.algo, prog.algo.algo.vec
+    runner = jax.jit(algo.init)(jax.random.key(0))
+    params, key = runner.envs.params, jax.random.key(3)
+    _, state = vec.reset(key, params, filled_pool(algo, runner, 2))
+    step = jax.jit(lambda k, s: vec.step(k, s, jnp.zeros(vec.num_envs, jnp.int32), params))
+    own = make_env(ShelfAgent(agent).config)[0]  # the agent's own arena: its view, the same board and seats
+    assert own.view == 7 != vec.env.view and own.num_snakes == vec.env.num_snakes
+    act = frozen_policy(agent, "arena", own.observation_space().shape)
+    seats = tuple(range(own.num_agents, own.num_snakes))
+    moves = jax.jit(jax.vmap(lambda s: act(own.views(s, seats), jax.random.key(0))))
+    played = 0
+    for t in range(80):
+        keys = vec.step_keys(jax.random.fold_in(key, t), 1)[0]
+        slot, env, heading = np.asarray(state.slot), state.env, np.asarray(state.env.heading)
+        _, state, _, _, _, info = step(keys, state)
+        mine = (slot == -2)[:, None] & (np.arange(own.num_snakes) >= own.num_agents)[None, :]
+        bots = mine & np.asarray(env.alive) & np.asarray(state.env.alive) & ~np.asarray(info["world_done"])[:, None]
+        want = np.zeros_like(heading)
+        want[:, own.num_agents :] = (heading[:, own.num_agents :] + np.asarray(moves(env)) - 1) % 4
+        np.testing.assert_array_equal(np.asarray(state.env.heading)[bots], want[bots])
+        played += int(bots.sum())
+    assert played > 50
+
+
 @pytest.mark.parametrize(
     ("args", "message"),
     [
@@ -301,6 +332,20 @@ def test_resume_in_the_middle_of_selfplay_is_bit_identical(tmp_path):
             marks=pytest.mark.slow,
         ),
         pytest.param(["selfplay.league=[space]", "selfplay.bot_share=0"], "raise bot_share", marks=pytest.mark.slow),
+        pytest.param(
+            ["selfplay.league=[greedy,pretrained:nobody]"],
+            "pretrained:nobody is not on the shelf",
+            marks=pytest.mark.slow,
+        ),
+        (
+            ["selfplay.league=[greedy,/no/such/run]"],
+            "selfplay.league: /no/such/run is not a jaxrl run directory (nor a scripted kind, nor pretrained:NAME)",
+        ),
+        pytest.param(
+            ["selfplay.league=[greedy,pretrained:grid-v1]"],
+            "selfplay.league: pretrained:grid-v1 trained on env=grid; a bot policy must come from a run of env=arena",
+            marks=pytest.mark.slow,
+        ),
         pytest.param(
             ["env=grid", "env.num_bots=1", "selfplay.league=[random]"],
             "selfplay.league needs an env whose opponents play a kind per game (the arena), not grid",
