@@ -85,7 +85,8 @@ class Dense(nn.Module):
         kernel = self.param("kernel", self.kernel_init, (x.shape[-1], self.features), jnp.float32)
         bias = self.param("bias", self.bias_init, (self.features,), jnp.float32)
         x, kernel, bias = (a.astype(self.dtype) for a in (x, kernel, bias))
-        small = x.ndim == 2 and x.shape[0] <= SMALL_BATCH and jax.default_backend() == "cpu"
+        rows = x.shape[0] if x.ndim == 2 else None  # a symbolic batch (an ONNX export's) is not small
+        small = isinstance(rows, int) and rows <= SMALL_BATCH and jax.default_backend() == "cpu"
         return (matmul_cpu(x, kernel) if small else x @ kernel) + bias
 
 
