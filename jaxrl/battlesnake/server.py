@@ -32,13 +32,13 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
-import jax
-import jax.numpy as jnp
 import numpy as np
 
+from jaxrl.battlesnake import onnx
 from jaxrl.battlesnake.cli_log import STEPS
 from jaxrl.config.compose import UsageError
-from jaxrl.envs.base import hook, offers
+
+# jax and the env's hooks are imported where they are used: an exported (.onnx) policy is served without jax.
 
 API_VERSION = "1"
 # The engine's rulesets: a request naming another is refused; one the env does not play gets safe moves by rule.
@@ -87,6 +87,7 @@ def player(target: str) -> Player:
     arena (`greedy`, `space`, `lookahead`, `random_safe`); UsageError, one line, otherwise."""
     from jaxrl import envs
     from jaxrl.battlesnake import ENV
+    from jaxrl.envs.base import hook, offers
 
     arena, _ = envs.make(ENV)
     if target in hook(arena, "bot_kinds"):
@@ -118,6 +119,8 @@ class Snake:
         self.games: dict[tuple[str, str], dict[str, Any]] = {}
         self.lock = threading.Lock()
         self.compiling = threading.Lock()  # one compile at a time: moves on compiled boards go on meanwhile
+        import jax
+
         self.key = jax.random.key(seed)
         self._compiled: dict[tuple, Any] = {}
         self.warnings: list[str] = []
@@ -126,6 +129,10 @@ class Snake:
 
     def move(self, request: dict[str, Any]) -> dict[str, Any]:
         """The answer to a `/move` body: {"move", "shout"}."""
+        import jax
+
+        from jaxrl.envs.base import hook
+
         game = self._game(game_key(request))
         try:
             step, args, seen = self._board(request, game.get("carry"))
@@ -141,6 +148,11 @@ class Snake:
     def _board(self, request: dict[str, Any], carry: Any) -> tuple[Any, tuple, dict[str, Any]]:
         """(the board's compiled step, its arguments, what the env made of the request: `board_game`), the
         board compiled first if it is new; Unplayable when the env cannot play it or no board may be added."""
+        import jax
+        import jax.numpy as jnp
+
+        from jaxrl.envs.base import hook
+
         try:
             seen = hook(self.who.env, "board_game")(request)
         except (KeyError, TypeError) as e:
@@ -175,11 +187,18 @@ class Snake:
         return found
 
     def _compile(self, table: Any, args: tuple) -> Any:
+        import jax
+
         return jax.jit(self._program(table)).lower(*args).compile()
 
     def _program(self, table: Any) -> Any:
         """A board's (params, carry, state, seat, key) -> (numbers, carry): the bot's move as 1, or the policy's
         numbers for the seat and its memory carried on."""
+        import jax
+        import jax.numpy as jnp
+
+        from jaxrl.envs.base import hook
+
         agent, bot = self.who.agent, self.who.bot
 
         def step(params, carry, state, seat, key):
@@ -244,6 +263,52 @@ class Snake:
         """A game over: forgotten (the engine's /end may name a snake that is out, or no snake at all)."""
         with self.lock:
             self.games.pop(game_key(request), None)
+
+
+class OnnxSnake:
+    """The games one server plays with an exported arena policy (`jaxrl.battlesnake.onnx`): `move`, `start`, `end`
+    as `Snake` has them, with numpy and onnxruntime alone."""
+
+    def __init__(self, who: Any, workers: int = 4):
+        self.who = who
+        self.gate = threading.BoundedSemaphore(workers)
+        self.lock = threading.Lock()
+        self.warned: dict[tuple[str, str], float] = {}
+        self.warnings: list[str] = []
+        self._compiled: dict[Any, Any] = {}  # nothing compiles: onnxruntime runs the file as it is
+
+    def move(self, request: dict[str, Any]) -> dict[str, Any]:
+        try:
+            obs, heading, allowed = onnx.arena_view(request, self.who.view)
+        except (KeyError, TypeError) as e:
+            raise BadRequest(400, f"the request lacks a field the board needs: {e}") from None
+        except onnx.Unplayable as e:
+            key = game_key(request)
+            with self.lock:
+                first = key not in self.warned
+                self.warned[key] = time.monotonic()
+            if first:
+                line = f"warning: game {key[0]}: {e}; answering with safe moves by rule"
+                self.warnings.append(line)
+                print(line, file=sys.stderr, flush=True)
+            return {"move": safe_move(request), "shout": f"jaxrl: {e}"}
+        with self.gate:
+            scores = self.session_run(obs)
+        scores = np.where(allowed, np.asarray(scores, np.float64), -np.inf)
+        return {"move": onnx.MOVES_BY_HEADING[(heading + int(np.argmax(scores)) - 1) % 4], "shout": ""}
+
+    def session_run(self, obs: np.ndarray) -> np.ndarray:
+        return self.who.session.run(None, {"obs": obs[None]})[0][0]
+
+    def warm(self, rulesets: tuple[str, ...] = ()) -> list[str]:
+        return [r for r in rulesets if r not in onnx.RULESETS]
+
+    def start(self, request: dict[str, Any]) -> None:
+        pass  # a feed-forward policy: no memory to start
+
+    def end(self, request: dict[str, Any]) -> None:
+        with self.lock:
+            self.warned.pop(game_key(request), None)
 
 
 def program_of(env: Any) -> tuple:
@@ -461,7 +526,7 @@ class Served:
 
     url: str
     port: int
-    snake: Snake
+    snake: Any  # a Snake, or an OnnxSnake for an .onnx file
     server: ThreadingHTTPServer
     thread: threading.Thread | None = None
 
@@ -487,7 +552,8 @@ def serve(
     block: bool = True,
     quiet: bool = False,
 ) -> Served:
-    """Serve `target` (a run directory, pretrained:NAME or a bot kind) on host:port (0: a free port), the common
+    """Serve `target` (a run directory, pretrained:NAME, a bot kind, or an exported arena policy FILE.onnx,
+    played by onnxruntime without jax: `jaxrl.battlesnake.onnx`) on host:port (0: a free port), the common
     boards of the `warm` rulesets ("all": every one the engine has; "none") compiled first, at most `most_boards`
     boards in all, kept in jax's persistent cache at `compile_cache` when given (a restart loads them). Blocks
     until Ctrl-C unless `block=False` (then it serves from a thread and returns at once)."""
@@ -495,15 +561,22 @@ def serve(
     from jaxrl.play import local_url
 
     rulesets = warm_rulesets(warm)
-    if compile_cache:
+    if str(target).endswith(".onnx"):
+        from jaxrl.battlesnake.onnx import OnnxPlayer
+
+        who: Any = OnnxPlayer(target)
+        snake: Any = OnnxSnake(who, workers=workers)
+        rulesets = ()  # nothing compiles
+    elif compile_cache:
         from jaxrl.run.compiling import use_persistent_cache
 
         try:
             use_persistent_cache(compile_cache)
         except ValueError as e:  # ConfigError: a directory it cannot make
             raise UsageError(str(e)) from None
-    who = player(target)
-    snake = Snake(who, forget_s, workers=workers, most_boards=most_boards)
+    if not str(target).endswith(".onnx"):
+        who = player(target)
+        snake = Snake(who, forget_s, workers=workers, most_boards=most_boards)
     info = {
         "apiversion": API_VERSION,
         "author": "jaxrl",

@@ -15,8 +15,9 @@ USAGE = """usage: python -m jaxrl.battlesnake serve TARGET [port=8000] [host=127
                                  [timeout=500] [seed=0] [out=battlesnake-games]
        python -m jaxrl.battlesnake replay FILE [FILE ...] [boards=3]
 
-serve: TARGET (a run directory, RUN_DIR@STEP for one checkpoint, pretrained:NAME, or a bot: greedy |
-space | lookahead | random_safe) as a Battlesnake, answering
+serve: TARGET (a run directory, RUN_DIR@STEP for one checkpoint, pretrained:NAME, a bot: greedy |
+space | lookahead | random_safe, or an arena policy exported by python -m jaxrl.export as FILE.onnx, which
+onnxruntime plays without jax) as a Battlesnake, answering
 Battlesnake API v1 (GET /, POST /start, /move, /end) for any engine, the official CLI's
 `battlesnake play --url http://127.0.0.1:8000` included. Each /move is the policy's greedy move on the
 request's board and ruleset, as the run's own view sees it. It binds 127.0.0.1 unless host= says otherwise
