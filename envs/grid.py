@@ -296,8 +296,10 @@ class GridWorld(Env):
         made._versus = True
         return made
 
-    def opponent_obs(self, state: EnvState) -> jax.Array:
-        """(num_bots, view, view, 4): what each bot sees, as a learner in its place would."""
+    def opponent_obs(self, state: EnvState, view: int | None = None) -> jax.Array:
+        """(num_bots, view, view, 4): what each bot sees, as a learner in its place would (its own view only)."""
+        if view not in (None, self.view):
+            raise ValueError(f"grid opponents see the grid's own view ({self.view}), not {view}")
         return self.views(state, self.num_agents, self.num_bodies)
 
     def opponent_actions(self, key: jax.Array, state: EnvState) -> jax.Array:
