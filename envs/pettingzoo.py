@@ -122,6 +122,8 @@ class JaxParallelEnv(ParallelEnv):
     def step(self, actions: dict[str, Any]):
         if self._state is None:
             raise RuntimeError("call reset() before step()")
+        if not self.agents:
+            raise RuntimeError("every agent has left: the game is over, call reset()")
         unknown = [a for a in actions if a not in self._index]
         if unknown:
             raise KeyError(f"agent {unknown[0]!r} is not an agent of {self.name}: {', '.join(self.possible_agents)}")

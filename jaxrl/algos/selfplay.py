@@ -87,7 +87,7 @@ def check_env(env: Any, league: tuple[str, ...] = ()) -> None:
             if kind not in kinds and not is_agent(kind):
                 raise ConfigError(
                     f"selfplay.league: {kind!r} is not a bot of env={env.name}: allowed {', '.join(kinds)},"
-                    " pretrained:NAME or a run directory"
+                    " pretrained:NAME or a run directory as a path (./NAME)"
                 )
         if len({label(kind) for kind in league}) < len(league):
             raise ConfigError(f"selfplay.league={list(league)} names two members alike in metrics: rename a run")
@@ -118,7 +118,7 @@ class SelfPlayVector(VectorEnv):
         self.scores, self.sampled, self.initial_carry = scores, sampled, initial_carry
         self.settings = settings
         self.slots = settings.pool_size + SPARE  # the pool's slots (`Pool.empty`)
-        self.league = tuple(settings.league)  # scripted kinds drawn per game (empty: the env's own bots)
+        self.league = tuple(settings.league)  # kinds drawn per game: scripts, frozen agents (empty: the env's own bots)
         self.kinds = max(1, len(self.league))
         self.bot_worlds = round(settings.bot_share * num_envs)  # worlds 0 .. bot_worlds-1 play the bots
 
@@ -311,7 +311,7 @@ class SelfPlay:
             "bots_games": jnp.sum(games[n:]),
             "bots_score": score(jnp.sum(wins[n:]), jnp.sum(games[n:])),
         }
-        for k, kind in enumerate(self.settings.league):  # each scripted kind's games and the learner's score
+        for k, kind in enumerate(self.settings.league):  # each league member's games and the learner's score
             learner[f"league_{label(kind)}_games"] = games[n + k]
             learner[f"league_{label(kind)}_score"] = score(wins[n + k], games[n + k])
         return self._push(runner), stats.replace(learner=learner, finite=finite)

@@ -26,7 +26,8 @@ from jaxrl.config.compose import UsageError
 RULESETS = ("standard", "solo", "wrapped", "constrictor", "wrapped_constrictor", "royale")  # the arena's
 MOVES_BY_HEADING = ("up", "right", "down", "left")  # headings 0..3; the engine's y axis points up
 ENV_VERSION = 2  # the arena's rules and observation this view reproduces (the test holds it to the registry's)
-MOST_OWNERS = 62  # a cell's owner is 6 bits in the env's word
+SIDES = (5, 32)  # the board sides the arena plays
+MOST_SNAKES = 32  # and the snakes
 
 
 class Unplayable(ValueError):
@@ -52,11 +53,13 @@ def arena_view(request: dict[str, Any], view: int) -> tuple[np.ndarray, int, np.
     if width != height:
         raise Unplayable(f"the arena plays square boards, not {width}x{height}")
     size = width
+    if not SIDES[0] <= size <= SIDES[1]:
+        raise Unplayable(f"the arena plays boards of {SIDES[0]} to {SIDES[1]} a side, not {size}x{size}")
     mine = [s for s in board["snakes"] if str(s["id"]) == str(you["id"])]
     if not mine:
         raise Unplayable(f"you ({you['id']!r}) are not among the board's snakes")
     snakes = mine[:1] + [s for s in board["snakes"] if str(s["id"]) != str(you["id"])]
-    if len(snakes) > min(MOST_OWNERS, (size * size + 1) // 2 - 1):
+    if len(snakes) > min(MOST_SNAKES, (size * size + 1) // 2 - 1):
         raise Unplayable(f"{len(snakes)} snakes are more than the arena seats on a {size}x{size} board")
 
     def cell(point: dict[str, Any]) -> tuple[int, int]:
@@ -139,13 +142,22 @@ class OnnxPlayer:
             reason = (str(e).strip().splitlines() or [""])[0][:160]
             raise UsageError(f"{path} is not an ONNX model onnxruntime can run ({reason})") from None
         props = self.session.get_modelmeta().custom_metadata_map
-        meta = {k: json.loads(v) for k, v in props.items() if k in ("env", "env_version", "obs_shape", "inputs")}
-        if meta.get("env") != ENV or meta.get("env_version") != ENV_VERSION:
-            found = f"env={meta.get('env')} v{meta.get('env_version')}" if meta.get("env") else "no jaxrl metadata"
+        meta = {}
+        for key in ("env", "env_version", "obs_shape", "inputs"):
+            try:
+                meta[key] = json.loads(props[key])
+            except (KeyError, ValueError):
+                meta[key] = None  # a file jaxrl did not write (or not whole): refused below
+        if meta["env"] != ENV or meta["env_version"] != ENV_VERSION:
+            found = f"env={meta['env']} v{meta['env_version']}" if meta["env"] else "no jaxrl metadata"
             raise UsageError(f"{path} holds {found}: a Battlesnake is served from a policy of the arena v{ENV_VERSION}")
-        if len(meta.get("inputs") or []) != 1:
+        shape, inputs = meta["obs_shape"], meta["inputs"]
+        if not (isinstance(shape, list) and len(shape) == 3 and shape[-1] == 8 and isinstance(inputs, list)):
+            why = "does not say what it sees (obs_shape, inputs)"
+            raise UsageError(f"{path} {why}: export it with python -m jaxrl.export")
+        if len(inputs) != 1:
             raise UsageError(f"{path} is a recurrent policy: serving one from ONNX keeps no memory (serve its run)")
-        self.view = int(meta["obs_shape"][0])
+        self.view = int(shape[0])
         self.name = path.stem
         self.path = path
 

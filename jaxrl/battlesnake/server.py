@@ -273,9 +273,8 @@ class OnnxSnake:
         self.who = who
         self.gate = threading.BoundedSemaphore(workers)
         self.lock = threading.Lock()
-        self.warned: dict[tuple[str, str], float] = {}
+        self.warned: set[tuple[str, str]] = set()  # games told once why they get safe moves (until their /end)
         self.warnings: list[str] = []
-        self._compiled: dict[Any, Any] = {}  # nothing compiles: onnxruntime runs the file as it is
 
     def move(self, request: dict[str, Any]) -> dict[str, Any]:
         try:
@@ -286,7 +285,7 @@ class OnnxSnake:
             key = game_key(request)
             with self.lock:
                 first = key not in self.warned
-                self.warned[key] = time.monotonic()
+                self.warned.add(key)
             if first:
                 line = f"warning: game {key[0]}: {e}; answering with safe moves by rule"
                 self.warnings.append(line)
@@ -300,15 +299,12 @@ class OnnxSnake:
     def session_run(self, obs: np.ndarray) -> np.ndarray:
         return self.who.session.run(None, {"obs": obs[None]})[0][0]
 
-    def warm(self, rulesets: tuple[str, ...] = ()) -> list[str]:
-        return [r for r in rulesets if r not in onnx.RULESETS]
-
     def start(self, request: dict[str, Any]) -> None:
         pass  # a feed-forward policy: no memory to start
 
     def end(self, request: dict[str, Any]) -> None:
         with self.lock:
-            self.warned.pop(game_key(request), None)
+            self.warned.discard(game_key(request))
 
 
 def program_of(env: Any) -> tuple:

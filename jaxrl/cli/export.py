@@ -47,6 +47,8 @@ def parse_args(argv: list[str]) -> tuple[list[str], dict[str, Any]]:
 
 def run(argv: list[str]) -> int:
     (target, out), args = parse_args(argv)
+    if not out.endswith(".onnx"):
+        raise UsageError(f"{out} is invalid: the output is a file name ending in .onnx")
     from jaxrl.api import load
     from jaxrl.trained.export import export, need_onnx
 

@@ -70,6 +70,11 @@ class Exported:
         )
         self.scores_fn = program.scores(member)
         self.env, self.env_params = run.env()
+        if not hasattr(self.env.action_space(self.env_params), "n"):
+            raise ConfigError(
+                f"{run.config.env.name} has continuous actions: python -m jaxrl.export writes discrete-action"
+                " policies (logits or Q-values per action)"
+            )
         self.agents = int(hook(self.env, "num_agents") or 1)
         space = self.env.observation_space(self.env_params)
         shape = tuple(space.shape)
@@ -129,7 +134,7 @@ def observations(ex: Exported, count: int, seed: int) -> tuple[np.ndarray, list[
     env, params = ex.env, ex.env_params
     if offers(env, "eval_params"):
         params = env.eval_params(params)
-    worlds = 64
+    worlds = max(1, 16 // ex.agents)  # few worlds, many steps: late positions too, and long-run carries
     per_step = worlds * ex.agents
     steps = max(1, math.ceil(count / per_step))
     policy = ex.program.policy(True, ex.member)
@@ -142,11 +147,12 @@ def observations(ex: Exported, count: int, seed: int) -> tuple[np.ndarray, list[
 
         def step(c, k):
             obs, state, carry = c
+            act_key, env_key = jax.random.split(k)
             flat = obs.reshape(per_step, *ex.obs_shape)
-            new, action = policy(ex.params, carry, flat, k)
+            new, action = policy(ex.params, carry, flat, act_key)
             action = action.reshape(worlds, *([ex.agents] if ex.agents > 1 else []))
             obs2, state2, _, terminated, truncated, _ = jax.vmap(env.step, in_axes=(0, 0, 0, None))(
-                jax.random.split(k, worlds), state, action, params
+                jax.random.split(env_key, worlds), state, action, params
             )
             done = terminated | truncated
             if new is not None:  # a finished episode's streams start again from zeros
@@ -212,21 +218,28 @@ def export(
     out.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=out.parent) as tmp:
         staged = Path(tmp) / out.name
-        model = to_onnx(
-            ex.forward,
-            ex.specs(),
-            model_name=f"jaxrl_{meta['env']}_{meta['algo']}",
-            opset=OPSET,
-            input_names=ex.input_names(),
-            output_names=ex.output_names(),
-        )
+        try:
+            model = to_onnx(
+                ex.forward,
+                ex.specs(),
+                model_name=f"jaxrl_{meta['env']}_{meta['algo']}",
+                opset=OPSET,
+                input_names=ex.input_names(),
+                output_names=ex.output_names(),
+            )
+        except Exception as e:  # noqa: BLE001  (jax2onnx's own errors: an operation it cannot write, in one line)
+            raise ConfigError(f"jax2onnx could not export this policy ({_reason(e)}): nothing written") from None
         for key, value in meta.items():
             entry = model.metadata_props.add()
             entry.key, entry.value = key, json.dumps(value)
         onnx.save_model(model, str(staged))
         if check:
             obs, carries = observations(ex, check, check_seed)
-            found = compare(ex, staged, obs, carries)
+            try:
+                found = compare(ex, staged, obs, carries)
+            except Exception as e:  # noqa: BLE001  (onnxruntime cannot load or run the file: one line)
+                why = _reason(e)
+                raise ConfigError(f"onnxruntime could not run the exported file ({why}): nothing written") from None
             meta["check"] = found
             line = (
                 f"{found['observations']} observations: greedy actions agree on {100 * found['agree']:.2f}%,"
@@ -243,3 +256,7 @@ def export(
     side.write_text(json.dumps(meta, indent=2) + "\n")
     say(f"saved {out} and {side}")
     return meta
+
+
+def _reason(e: Exception) -> str:
+    return f"{type(e).__name__}: " + (str(e).strip().splitlines() or [""])[0][:200]

@@ -75,6 +75,17 @@ def test_the_numpy_view_of_each_recorded_board_is_the_envs(view, every):
     }
 
 
+@pytest.mark.parametrize(("side", "snakes"), [(4, 2), (33, 2), (40, 8), (19, 33)])
+def test_a_board_the_arena_does_not_play_is_refused_by_both_views(side, snakes):
+    from jaxrl.battlesnake.server import board_example
+
+    request = board_example(side, "standard", snakes=snakes)
+    with pytest.raises(Unplayable):
+        arena_view(request, 11)
+    with pytest.raises(ValueError):
+        envs.make("arena")[0].board_game(request)
+
+
 def answer(port: int, request: dict) -> str:
     status, body = post(type("S", (), {"port": port})(), "/move", request)
     assert status == 200, body

@@ -65,6 +65,8 @@ def test_every_arena_seat_is_an_agent_and_the_dead_leave_the_live_list():
                     assert a in env.agents and alive[i]
         assert gone == set(env.possible_agents)
     assert ended_alone >= 1  # some game was won by its last snake, which then left the list too
+    with pytest.raises(RuntimeError, match="every agent has left"):
+        env.step({})
 
 
 def test_frames_are_the_envs_own_and_bad_input_is_one_line():

@@ -88,6 +88,15 @@ def test_the_onnxruntime_only_snake_example_plays(tmp_path):
     assert len(apples) == 5 and np.mean(apples) >= 20, proc.stdout
 
 
+@pytest.mark.slow
+def test_a_continuous_action_policy_is_refused_in_one_line(tmp_path, capsys):
+    run_dir = trained(tmp_path, "pendulum", env="Pendulum-v1", total_timesteps=4096)
+    assert export_main([str(run_dir), str(tmp_path / "p.onnx")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "Pendulum-v1 has continuous actions" in err[0], err
+    assert not (tmp_path / "p.onnx").exists()
+
+
 def test_bad_export_input_is_one_line(tmp_path, capsys):
     cases = [
         (["pretrained:nobody", str(tmp_path / "a.onnx")], "pretrained:nobody is not on the shelf"),

@@ -209,7 +209,7 @@ def test_the_published_rating_table_of_the_shelf_is_reproduced():
     """docs/arena.md's table of the shelf's arena agents and the bots (jaxrl/shelf/ratings.json): the same players
     and games give the same results. Every pair of the table's top player (the champion, the newest agent) is
     played again, and the table fitted with them in place of the published ones; the other pairs are the
-    published ones (playing all 15 took 333 s of CI on the AMD EPYC). Bit-identical games hold on one machine;
+    published ones (all 15 again cost CI minutes: docs/tests.md). Bit-identical games hold on one machine;
     elsewhere XLA's rounding can turn a game, so each pair's score may move by a few games and each rating
     within its published error."""
     from jaxrl.trained import headtohead, rating
