@@ -54,7 +54,7 @@ class Seats:
 
 def is_agent(kind: str) -> bool:
     """A league member that is a frozen agent (`pretrained:NAME`, a run directory), not a scripted kind."""
-    return kind.startswith(("pretrained:", ".", "~")) or "/" in kind
+    return kind.startswith(("pretrained:", ".", "~")) or "/" in kind  # shelf.PREFIX: trained/ sits above algos/
 
 
 def label(kind: str) -> str:
