@@ -184,6 +184,21 @@ SLOW_TIER = {
     "tests/algos/test_dqn.py::test_dqn_on_snake_beats_random",
     "tests/envs/test_grid.py::test_dqn_with_the_tuned_grid_config_beats_random",
     "tests/algos/test_snake_default.py::test_the_default_snake_run_learns_as_its_draws_did",
+    "tests/bench/test_bench.py::test_the_purejaxrl_shaped_reference_learns_cartpole_on_a_small_budget",
+    # moved on 2026-12-07 to bring the README's command back within its budget (docs/tests.md), each beside a
+    # default-tier guard: a shelf agent in eval's opponents and a rating (the shelf agent driving the bots and
+    # playing head to head stays); a project folder with its own envs/ and bench/ (the CLI's own runs stay); a
+    # registered env's tuned defaults through the API (the registry's make and refusals stay); the arena fixtures'
+    # resumes through their migrations (their loads and evaluations, and DQN Snake's resume, stay); a frozen agent
+    # in the league (the league's draws and its refusals stay)
+    "tests/trained/test_shelf.py::test_a_shelf_agent_as_eval_opponents_and_in_a_rating",
+    "tests/test_cli.py::test_a_project_with_its_own_envs_and_bench_packages_trains_from_its_folder",
+    "tests/envs/test_registry.py::test_registered_env_trains_from_the_api_with_its_settings_and_tuned_defaults",
+    "tests/run/test_formats.py::test_a_fixture_resumes_through_its_migrations_keeping_the_old_checkpoint"
+    "[format-4/arena-selfplay]",
+    "tests/run/test_formats.py::test_a_fixture_resumes_through_its_migrations_keeping_the_old_checkpoint"
+    "[format-3/arena-selfplay-v2]",
+    "tests/algos/test_selfplay.py::test_a_frozen_agent_in_the_league_plays_its_own_moves_on_its_own_view",
 }
 
 
