@@ -60,7 +60,7 @@ def test_the_numpy_view_of_each_recorded_board_is_the_envs(view, every):
             continue
         board = arena.board_game(request)
         env, state = board["env"], board["state"]
-        key = (env.ruleset, env.size, env.num_snakes)  # one compile per kind of board: eagerly, 5x slower
+        key = (env.ruleset, env.size, env.num_snakes)  # one compile per kind of board, not op by op
         views = jitted.setdefault(key, jax.jit(lambda s, env=env: env.views(s, (0,))))
         want = np.asarray(views(state))[0]
         np.testing.assert_array_equal(obs, want)

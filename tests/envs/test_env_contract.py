@@ -252,7 +252,7 @@ def test_seat_and_person_hooks_answer_in_their_shapes_at_the_envs_table(name, kw
     assert hook(table, "num_agents") == n and hook(table, "game_seats")(params) >= 1
     _, at_table = table.reset(jax.random.key(3), table_params(table, params))
     assert hook(table, "seat_obs")(at_table).shape[0] == n
-    for kind in hook(table, "bot_kinds"):  # jitted: eagerly, a searching bot's thousands of ops took 10 s
+    for kind in hook(table, "bot_kinds"):  # jitted: op by op, a searching bot is slow
         actions = jax.jit(hook(table, "bot_actions"), static_argnums=2)(jax.random.key(4), at_table, kind)
         assert actions.shape == (n,) and bool(((actions >= 0) & (actions < table.num_actions)).all()), kind
     alive = hook(table, "seat_alive")(at_table)
