@@ -372,23 +372,26 @@ def env_speed(ctx: Context) -> list[dict[str, Any]]:
     return rows
 
 
-def first_seat_games(kind: str, bots: str, games: int, max_steps: int, seed: int = 0) -> dict[str, float]:
-    """The first seat played by bot `kind` against 3 bots of kind `bots` (4 snakes, 11x11, every seat at the
-    arena's table): its win rate, mean placement and final length; a game ends when the first seat dies,
-    when the game does, or at `max_steps`."""
+def first_seat_games(games: int, max_steps: int, seed: int = 0) -> Any:
+    """`figures(kind, bots)`: the first seat played by bot `kind` against 3 bots of kind `bots` (4 snakes, 11x11,
+    every seat at the arena's table): its win rate, mean placement and final length over `games` games; a game ends
+    when the first seat dies, when the game does, or at `max_steps`. One program serves every pair of KINDS: the
+    two kinds are arguments that pick a branch, not constants that each compile their own."""
     arena, params = envs.make("arena")
     table = hook(arena, "table")()
     params = table_params(table, params)
     first = jnp.arange(table.num_snakes) == 0
+    moves = [lambda k, s, kind=kind: table.bot_actions(k, s, kind) for kind in KINDS]
 
-    def play(key):
+    def play(key, mine_kind, their_kind):
         _, state = table.reset_env(key, params)
 
         def body(carry, key):
             state, done, won, place, length = carry
             mine, theirs, step = jax.random.split(key, 3)
-            action = jnp.where(first, table.bot_actions(mine, state, kind), table.bot_actions(theirs, state, bots))
-            _, state, _, over, _ = table.step_env(step, state, action, params)
+            mine = jax.lax.switch(mine_kind, moves, mine, state)
+            theirs = jax.lax.switch(their_kind, moves, theirs, state)
+            _, state, _, over, _ = table.step_env(step, state, jnp.where(first, mine, theirs), params)
             live = ~done  # the figures of the step that ends the first seat's game, kept from then on
             done = done | over | ~state.alive[0] | (state.time >= max_steps)
             won = jnp.where(live, state.alive[0] & (jnp.sum(state.alive) == 1), won)
@@ -400,23 +403,30 @@ def first_seat_games(kind: str, bots: str, games: int, max_steps: int, seed: int
         (_, _, won, place, length), _ = jax.lax.scan(body, start, jax.random.split(key, max_steps))
         return won, place, length
 
-    won, place, length = jax.jit(jax.vmap(play))(jax.random.split(jax.random.key(seed), games))
-    return {
-        "win_rate": float(np.mean(won)),
-        "placement": float(np.mean(place)),
-        "length": float(np.mean(length)),
-        "games": games,
-    }
+    # The kinds are not mapped over, so each switch stays a branch: a step runs only its two kinds' moves.
+    program = jax.jit(jax.vmap(play, in_axes=(0, None, None)))
+    keys = jax.random.split(jax.random.key(seed), games)
+
+    def figures(kind: str, bots: str) -> dict[str, float]:
+        won, place, length = program(keys, KINDS.index(kind), KINDS.index(bots))
+        return {
+            "win_rate": float(np.mean(won)),
+            "placement": float(np.mean(place)),
+            "length": float(np.mean(length)),
+            "games": games,
+        }
+
+    return figures
 
 
 def bot_table(ctx: Context) -> list[dict[str, Any]]:
-    games = ctx.pick(16, 200, 1000)
+    figures = first_seat_games(ctx.pick(16, 200, 1000), max_steps=500)
     rows = []
     for kind in KINDS:
         for bots in KINDS:
-            figures = first_seat_games(kind, bots, games, max_steps=500)
-            rows.append({"seat": kind, "against": f"3 {bots}", **figures})
-            ctx.say(f"{kind} against 3 {bots}: wins {figures['win_rate']:.1%}, placement {figures['placement']:.2f}")
+            row = figures(kind, bots)
+            rows.append({"seat": kind, "against": f"3 {bots}", **row})
+            ctx.say(f"{kind} against 3 {bots}: wins {row['win_rate']:.1%}, placement {row['placement']:.2f}")
     return rows
 
 
