@@ -26,6 +26,7 @@ from jaxrl.envs.kernels import DCOL, DROW, fusion_boundary, hash32, mix, pick
 from jaxrl.envs.spaces import agents_box
 
 CHANNELS = ("own body", "other bodies", "other heads", "heads at least as long", "food", "wall", "health", "hazard")
+TAIL_CHANNEL = "frees next move"  # with tails=True, a ninth channel: body cells the next move empties
 RULESETS = ("standard", "solo", "wrapped", "constrictor", "wrapped_constrictor", "royale")
 SCRIPTS = ("greedy", "space", "lookahead")  # the scripted bots a step can compile for its drawn bots (`script`)
 LOOK_RIVALS = 3  # the lookahead bot searches the joint replies (3 ** this) of this many nearest heads
@@ -155,8 +156,10 @@ class Arena(Env):
         heads up; channels 0 own body (head included), 1 other bodies, 2 other heads, 3 other
         heads at least as long as it, 4 food, 5 wall (beyond the board; none when wrapped: the
         view wraps), 6 its health as a bar (the first `health` cells in reading order lit, at
-        most view * view), 7 hazard; all zeros once it is dead. With `num_agents=K > 1` a
-        leading agent axis: `(K, view, view, 8)`.
+        most view * view), 7 hazard; with `tails=True` a ninth, 8: the body cells the next move
+        empties (every snake's tail that is not stacked: a snake that has just eaten keeps its
+        tail one more move); all zeros once it is dead. With `num_agents=K > 1` a
+        leading agent axis: `(K, view, view, 8 or 9)`.
     Actions: per learner `Discrete(4)`: 0 turn left, 1 straight on, 2 turn right, 3 back (into its
         neck: the engine's self-collision, except from a stacked start) (`(K,)` for K learners).
     Reward: per learner, `reward_death` on the step it dies, `reward_win` on the step it is left
@@ -192,8 +195,11 @@ class Arena(Env):
         bot_policy: str = "",
         ruleset: str = "standard",
         script: str = "greedy",
+        tails: bool = False,
     ):
         super().__init__()
+        if not isinstance(tails, bool):
+            raise ValueError(f"arena tails must be true or false, got {tails!r}")  # noqa: TRY004
         if not isinstance(bot_policy, str):  # a ValueError, as for every bad setting (the registry reports those)
             raise ValueError(f"arena bot_policy must be a run directory (a string), got {bot_policy!r}")  # noqa: TRY004
         if ruleset not in RULESETS:
@@ -206,6 +212,7 @@ class Arena(Env):
         self.bot_policy = bot_policy  # a finished run whose greedy policy drives bots (jaxrl loads it: with_bot_policy)
         self.ruleset = ruleset
         self.script = script  # what the bots drawn by greedy_share play in the step (the others: random_safe)
+        self.tails = tails  # the view's ninth channel: the body cells that free on the next move
         self.wrapped = ruleset in ("wrapped", "wrapped_constrictor")
         self.constrictor = ruleset in ("constrictor", "wrapped_constrictor")
         self.royale = ruleset == "royale"
@@ -251,9 +258,18 @@ class Arena(Env):
         return (self.size - 1 - y) * self.size + x
 
     def with_bot_policy(self, policy) -> Arena:
-        """This arena with `policy(obs (n, view, view, 8) uint8, key) -> (n,) relative actions` driving the bots
+        """This arena with `policy(obs (n, view, view, channels) uint8, key) -> (n,) relative actions` driving the bots
         that `policy_share` hands to it (jaxrl attaches the greedy policy of the `bot_policy` run)."""
-        made = Arena(self.size, self.num_snakes, self.num_agents, self.view, self.bot_policy, self.ruleset, self.script)
+        made = Arena(
+            self.size,
+            self.num_snakes,
+            self.num_agents,
+            self.view,
+            self.bot_policy,
+            self.ruleset,
+            self.script,
+            self.tails,
+        )
         made._policy, made._versus = policy, self._versus
         return made
 
@@ -264,7 +280,9 @@ class Arena(Env):
             return self
         if not is_script(kind):
             raise ValueError(f"{kind!r} is not a script of the arena: {', '.join(SCRIPTS)}, or a mix joined by +")
-        made = Arena(self.size, self.num_snakes, self.num_agents, self.view, self.bot_policy, self.ruleset, kind)
+        made = Arena(
+            self.size, self.num_snakes, self.num_agents, self.view, self.bot_policy, self.ruleset, kind, self.tails
+        )
         made._policy, made._versus = self._policy, self._versus
         return made
 
@@ -282,13 +300,13 @@ class Arena(Env):
         made._versus = True
         return made
 
-    def opponent_obs(self, state: EnvState, view: int | None = None) -> jax.Array:
-        """(opponent_slots, view, view, 8): what each bot seat sees, as a learner in its place would; with
-        `view`, as one trained with that width would (a frozen league member of another view)."""
+    def opponent_obs(self, state: EnvState, like: Arena | None = None) -> jax.Array:
+        """(opponent_slots, view, view, channels): what each bot seat sees, as a learner in its place would; with
+        `like` (a frozen league member's own arena), as its learners would: its width, its tails channel."""
         seats = tuple(range(self.num_agents, self.num_snakes))
-        if view is None or view == self.view:
+        if like is None or (like.view, like.tails) == (self.view, self.tails):
             return self.views(state, seats)
-        twin = Arena(self.size, self.num_snakes, self.num_agents, view, "", self.ruleset, self.script)
+        twin = Arena(self.size, self.num_snakes, self.num_agents, like.view, "", self.ruleset, self.script, like.tails)
         return twin.views(state, seats)
 
     def opponent_actions(self, key: jax.Array, state: EnvState) -> jax.Array:
@@ -317,7 +335,7 @@ class Arena(Env):
     def table(self, seats: int | None = None) -> Arena:
         """Every one of `seats` snakes (default num_snakes) a seat taking its action; no bots, no bot policy."""
         n = self.num_snakes if seats is None else seats
-        return Arena(size=self.size, num_snakes=n, num_agents=n, view=self.view, ruleset=self.ruleset)
+        return Arena(size=self.size, num_snakes=n, num_agents=n, view=self.view, ruleset=self.ruleset, tails=self.tails)
 
     def bot_actions(self, key: jax.Array, state: EnvState, kind: str) -> jax.Array:
         if kind not in self.bot_kinds:
@@ -408,7 +426,7 @@ class Arena(Env):
         size = width
         seats = next((b for b in self.BOARD_SEATS if b >= len(snakes)), len(snakes))  # empty seats: one shape
         seats = max(len(snakes), min(seats, self.most_snakes(size)))
-        env = Arena(size=size, num_snakes=seats, num_agents=1, view=self.view, ruleset=ruleset)
+        env = Arena(size=size, num_snakes=seats, num_agents=1, view=self.view, ruleset=ruleset, tails=self.tails)
 
         def cell(point: dict) -> tuple[int, int]:
             x, y = int(point["x"]), int(point["y"])
@@ -554,7 +572,7 @@ class Arena(Env):
         )
 
     def observation_space(self, params: EnvParams | None = None) -> spaces.Box:
-        return agents_box((self.view, self.view, len(CHANNELS)), self.num_agents)
+        return agents_box((self.view, self.view, len(CHANNELS) + self.tails), self.num_agents)
 
     # -- helpers ----------------------------------------------------------------------
 
@@ -1335,7 +1353,7 @@ class Arena(Env):
         return views[0] if self.num_agents == 1 else views
 
     def views(self, state: EnvState, snakes: tuple[int, ...]) -> jax.Array:
-        """(len(snakes), view, view, 8) uint8: what each of those snakes sees (a learner's observation; a
+        """(len(snakes), view, view, 8 or 9) uint8: what each of those snakes sees (a learner's observation; a
         policy bot's input). One int32 word per cell (owner + 1, head, food, the head's length), cropped
         and turned once per snake, then a compare per channel."""
         heads = jnp.any(
@@ -1348,7 +1366,10 @@ class Arena(Env):
             | (state.food.astype(jnp.int32) << 7)
             | (jnp.minimum(head_length, 1023) << 8)
             | (state.hazard.astype(jnp.int32) << 19)
-        ).reshape(self.size, self.size)
+        )
+        if self.tails:  # a tail that is not stacked: its cell is empty once every snake has moved
+            word = word | (((state.life == 1) & (state.owner >= 0)).astype(jnp.int32) << 20)
+        word = word.reshape(self.size, self.size)
         wall = jnp.int32(1 << 18)
         if self.wrapped:  # no walls: the view goes on across each edge
             padded = jnp.pad(word, self.half, mode="wrap").reshape(-1)
@@ -1374,6 +1395,8 @@ class Arena(Env):
                 self._reading_order < state.health[k],  # a health bar: one cell per point
                 (crop >> 19) & 1 == 1,
             ]
+            if self.tails:
+                planes.append((crop >> 20) & 1 == 1)
             view = jnp.stack(planes, axis=-1) & state.alive[k]
             views.append(view.astype(jnp.uint8))
         return jnp.stack(views)

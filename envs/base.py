@@ -142,9 +142,10 @@ class Env(environment.Environment):
         """This env taking every seat's action, `(num_agents + opponent_slots,)`: self-play. Default: none."""
 
     @absent
-    def opponent_obs(self, state: Any, view: int | None = None) -> jax.Array:
-        """(opponent_slots, *one agent's observation): what each opponent seat sees, for self-play; `view`: as with
-        another width (a league's frozen agent that trained with it), where the env has one. Default: none."""
+    def opponent_obs(self, state: Any, like: Any = None) -> jax.Array:
+        """(opponent_slots, *one agent's observation): what each opponent seat sees, for self-play; `like`: an env of
+        the same kind and board whose learners see otherwise (a league's frozen agent's own env: another width), as
+        its learners would see it. Default: none."""
 
     @absent
     def opponent_actions(self, key: jax.Array, state: Any) -> jax.Array:

@@ -8,6 +8,8 @@ the byte lanes of one uint32 word, so each cell's four bytes are one shift and o
 
 from __future__ import annotations
 
+from typing import Any
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -296,10 +298,10 @@ class GridWorld(Env):
         made._versus = True
         return made
 
-    def opponent_obs(self, state: EnvState, view: int | None = None) -> jax.Array:
+    def opponent_obs(self, state: EnvState, like: Any = None) -> jax.Array:
         """(num_bots, view, view, 4): what each bot sees, as a learner in its place would (its own view only)."""
-        if view not in (None, self.view):
-            raise ValueError(f"grid opponents see the grid's own view ({self.view}), not {view}")
+        if like is not None and like.view != self.view:
+            raise ValueError(f"grid opponents see the grid's own view ({self.view}), not {like.view}")
         return self.views(state, self.num_agents, self.num_bodies)
 
     def opponent_actions(self, key: jax.Array, state: EnvState) -> jax.Array:

@@ -241,8 +241,8 @@ class SelfPlayVector(VectorEnv):
 
             def moves(kind=kind):
                 if is_agent(kind):
-                    act, view = agents[kind]
-                    obs = jax.vmap(lambda s: self.env.opponent_obs(s, view))(envs)
+                    act, like = agents[kind]
+                    obs = jax.vmap(lambda s: self.env.opponent_obs(s, like))(envs)
                     return act(obs.reshape(-1, *obs.shape[2:]), keys[0]).reshape(out.shape)
                 return jax.vmap(lambda key, s: self.env.opponent_kind_actions(key, s, kind))(keys, envs)
 

@@ -42,9 +42,10 @@ def heading_from(head: tuple[int, int], neck: tuple[int, int], size: int) -> int
     return {(-1, 0): 0, (0, 1): 1, (1, 0): 2, (0, -1): 3}.get((dr, dc), 0)
 
 
-def arena_view(request: dict[str, Any], view: int) -> tuple[np.ndarray, int, np.ndarray]:
-    """(observation (view, view, 8) uint8, heading, the 4 actions allowed) of `you` in a `/move` body, as the
-    arena sees it; Unplayable for a board it does not play, KeyError/TypeError for a missing field."""
+def arena_view(request: dict[str, Any], view: int, tails: bool = False) -> tuple[np.ndarray, int, np.ndarray]:
+    """(observation (view, view, 8) uint8, 9 channels with `tails`, heading, the 4 actions allowed) of `you` in a
+    `/move` body, as the arena sees it; Unplayable for a board it does not play, KeyError/TypeError for a missing
+    field."""
     board, you = request["board"], request["you"]
     width, height = int(board["width"]), int(board["height"])
     ruleset = str(((request.get("game") or {}).get("ruleset") or {}).get("name") or "standard")
@@ -70,6 +71,7 @@ def arena_view(request: dict[str, Any], view: int) -> tuple[np.ndarray, int, np.
 
     owner = np.full((size, size), -1, np.int32)
     heads = np.zeros((size, size), bool)
+    frees = np.zeros((size, size), bool)  # a tail the next move empties: not stacked (the body's last two differ)
     lengths = []
     for k, s in enumerate(snakes):
         body = [cell(p) for p in s["body"]]
@@ -80,6 +82,7 @@ def arena_view(request: dict[str, Any], view: int) -> tuple[np.ndarray, int, np.
                 raise Unplayable(f"cell {(r, c)} belongs to snakes {owner[r, c]} and {k}")
             owner[r, c] = k
         heads[body[0]] = True
+        frees[body[-1]] |= len(body) == 1 or body[-1] != body[-2]
         lengths.append(len(body))
         if k == 0:
             head, neck = body[0], next((c for c in body[1:] if c != body[0]), None)
@@ -101,6 +104,7 @@ def arena_view(request: dict[str, Any], view: int) -> tuple[np.ndarray, int, np.
         "head": pad(heads),
         "food": pad(food),
         "hazard": pad(hazard),
+        "frees": pad(frees),
         "length": pad(length_of),
         "wall": np.zeros((size + 2 * half,) * 2, bool) if wrapped else ~np.pad(np.ones((size, size), bool), half),
     }
@@ -119,6 +123,8 @@ def arena_view(request: dict[str, Any], view: int) -> tuple[np.ndarray, int, np.
         np.arange(view * view).reshape(view, view) < health,
         crop["hazard"],
     ]
+    if tails:
+        planes.append(crop["frees"])
     obs = np.stack(planes, axis=-1).astype(np.uint8)
     back_is_neck = lengths[0] > 1 and neck is not None
     allowed = np.array([True, True, True, not back_is_neck])
@@ -152,12 +158,13 @@ class OnnxPlayer:
             found = f"env={meta['env']} v{meta['env_version']}" if meta["env"] else "no jaxrl metadata"
             raise UsageError(f"{path} holds {found}: a Battlesnake is served from a policy of the arena v{ENV_VERSION}")
         shape, inputs = meta["obs_shape"], meta["inputs"]
-        if not (isinstance(shape, list) and len(shape) == 3 and shape[-1] == 8 and isinstance(inputs, list)):
+        if not (isinstance(shape, list) and len(shape) == 3 and shape[-1] in (8, 9) and isinstance(inputs, list)):
             why = "does not say what it sees (obs_shape, inputs)"
             raise UsageError(f"{path} {why}: export it with python -m jaxrl.export")
         if len(inputs) != 1:
             raise UsageError(f"{path} is a recurrent policy: serving one from ONNX keeps no memory (serve its run)")
         self.view = int(shape[0])
+        self.tails = shape[-1] == 9  # the arena's tails channel (env.tails=true)
         self.name = path.stem
         self.path = path
 

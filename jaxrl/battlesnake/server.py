@@ -278,7 +278,7 @@ class OnnxSnake:
 
     def move(self, request: dict[str, Any]) -> dict[str, Any]:
         try:
-            obs, heading, allowed = onnx.arena_view(request, self.who.view)
+            obs, heading, allowed = onnx.arena_view(request, self.who.view, self.who.tails)
         except (KeyError, TypeError) as e:
             raise BadRequest(400, f"the request lacks a field the board needs: {e}") from None
         except onnx.Unplayable as e:

@@ -26,8 +26,8 @@ def with_frozen_bots(env: Any) -> Any:
     return env.with_bot_policy(frozen_policy(where, env.name, env.observation_space().shape))
 
 
-def league_agents(env_name: str, league: tuple[str, ...]) -> dict[str, tuple[Any, int]]:
-    """{kind: (act, view)} of a self-play league's frozen agents (`selfplay.league`'s `pretrained:NAME` and run
+def league_agents(env_name: str, league: tuple[str, ...]) -> dict[str, tuple[Any, Any]]:
+    """{kind: (act, env)} of a self-play league's frozen agents (`selfplay.league`'s `pretrained:NAME` and run
     directories), each loaded once per process. ConfigError, one line, for one that cannot play here."""
     from jaxrl.algos.selfplay import is_agent
 
@@ -35,9 +35,10 @@ def league_agents(env_name: str, league: tuple[str, ...]) -> dict[str, tuple[Any
 
 
 @functools.cache
-def league_policy(kind: str, env_name: str) -> tuple[Any, int]:
-    """(act, view) of the frozen agent `kind` (`pretrained:NAME` or a run directory) in a self-play league:
-    `frozen_policy`, on views of the width it trained with. Loaded once per process."""
+def league_policy(kind: str, env_name: str) -> tuple[Any, Any]:
+    """(act, env) of the frozen agent `kind` (`pretrained:NAME` or a run directory) in a self-play league:
+    `frozen_policy`, and the env it trained in, whose views it plays on (`opponent_obs(state, like=env)`: its
+    width; the arena's tails channel). Loaded once per process."""
     from jaxrl.config.compose import UsageError, resume_config
     from jaxrl.config.environment import make_env
     from jaxrl.trained.shelf import ShelfAgent, is_pretrained
@@ -55,8 +56,8 @@ def league_policy(kind: str, env_name: str) -> tuple[Any, int]:
             raise ConfigError(f"{flag}: {kind}: {e}") from None
     check_env(cfg, f"{flag}: {kind}", env_name)
     cfg.env.bot_policy = ""
-    shape = tuple(make_env(cfg)[0].observation_space().shape[-3:])
-    return frozen_policy(where, env_name, shape, flag), shape[0]
+    env = make_env(cfg)[0]
+    return frozen_policy(where, env_name, tuple(env.observation_space().shape[-3:]), flag), env
 
 
 @functools.cache
@@ -108,7 +109,10 @@ def check_env(cfg: Any, where: str, env_name: str) -> None:
 def check_view(env: Any, where: str, obs_shape: tuple[int, ...]) -> None:
     own = tuple(env.observation_space().shape[-3:])
     if own != tuple(obs_shape[-3:]):
-        raise ConfigError(f"{where} sees {own} views; this env's learners see {tuple(obs_shape[-3:])} (set env.view)")
+        raise ConfigError(
+            f"{where} sees {own} views; this env's learners see {tuple(obs_shape[-3:])} (set env.view, or the arena's"
+            " env.tails)"
+        )
 
 
 def check_feed_forward(program: Any, where: str) -> None:

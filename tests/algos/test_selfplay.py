@@ -286,15 +286,16 @@ def test_a_frozen_agent_in_the_league_plays_its_own_moves_on_its_own_view():
     from jaxrl.trained.frozen import frozen_policy
     from jaxrl.trained.shelf import ShelfAgent
 
-    agent = "pretrained:arena-selfplay-v2"  # a 7x7 view; the learner here sees 11x11
-    prog = program(f"selfplay.league=[greedy,{agent}]", "selfplay.bot_share=0.5", "selfplay.pool_size=2", "env.view=11")
+    agent = "pretrained:arena-selfplay-v2"  # a 7x7 view of 8 channels; the learner here sees 11x11 with the tails
+    league = (f"selfplay.league=[greedy,{agent}]", "selfplay.bot_share=0.5", "selfplay.pool_size=2")
+    prog = program(*league, "env.view=11", "env.tails=true")
     algo, vec = prog.algo, prog.algo.algo.vec
     runner = jax.jit(algo.init)(jax.random.key(0))
     params, key = runner.envs.params, jax.random.key(3)
     _, state = vec.reset(key, params, filled_pool(algo, runner, 2))
     step = jax.jit(lambda k, s: vec.step(k, s, jnp.zeros(vec.num_envs, jnp.int32), params))
     own = make_env(ShelfAgent(agent).config)[0]  # the agent's own arena: its view, the same board and seats
-    assert own.view == 7 != vec.env.view and own.num_snakes == vec.env.num_snakes
+    assert own.view == 7 != vec.env.view and own.num_snakes == vec.env.num_snakes and not own.tails and vec.env.tails
     act = frozen_policy(agent, "arena", own.observation_space().shape)
     seats = tuple(range(own.num_agents, own.num_snakes))
     moves = jax.jit(jax.vmap(lambda s: act(own.views(s, seats), jax.random.key(0))))

@@ -42,18 +42,22 @@ def variant_requests() -> list[dict]:
 
 
 @pytest.mark.parametrize(
-    ("view", "every"),
-    [(11, 4), pytest.param(7, 1, marks=pytest.mark.slow), pytest.param(25, 1, marks=pytest.mark.slow)],
+    ("view", "every", "tails"),  # the tails channel adds a plane to the same eight
+    [
+        (11, 4, True),
+        pytest.param(7, 1, False, marks=pytest.mark.slow),
+        pytest.param(25, 1, True, marks=pytest.mark.slow),
+    ],
 )
-def test_the_numpy_view_of_each_recorded_board_is_the_envs(view, every):
+def test_the_numpy_view_of_each_recorded_board_is_the_envs(view, every, tails):
     from jaxrl.battlesnake.onnx import ENV_VERSION
 
     assert envs.spec("arena").version == ENV_VERSION  # a new arena version is a new view to port here
-    arena, _ = envs.make("arena", view=view)
+    arena, _ = envs.make("arena", view=view, tails=tails)
     seen_rulesets, compared, jitted = set(), 0, {}
     for request in (requests() + variant_requests())[::every]:
         try:
-            obs, heading, allowed = arena_view(request, view)
+            obs, heading, allowed = arena_view(request, view, tails)
         except Unplayable:
             with pytest.raises(ValueError):
                 arena.board_game(request)
@@ -64,6 +68,7 @@ def test_the_numpy_view_of_each_recorded_board_is_the_envs(view, every):
         views = jitted.setdefault(key, jax.jit(lambda s, env=env: env.views(s, (0,))))
         want = np.asarray(views(state))[0]
         np.testing.assert_array_equal(obs, want)
+        assert obs.shape[-1] == 8 + tails
         assert heading == int(np.asarray(state.heading)[0])
         np.testing.assert_array_equal(allowed, board["allowed"])
         seen_rulesets.add(env.ruleset)

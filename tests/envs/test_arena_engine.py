@@ -256,6 +256,21 @@ def test_wrapped_edges_wrap_and_the_view_goes_on_across_them():
     assert obs[..., 5].sum() == 0, "no wall anywhere in a wrapped view"
 
 
+def test_the_tails_channel_marks_the_tails_the_next_move_empties_and_not_a_stacked_one():
+    env = Arena(size=7, num_snakes=2, view=7, tails=True)
+    assert env.observation_space().shape == (7, 7, 9) and Arena(view=7).observation_space().shape == (7, 7, 8)
+    # Snake 1 has just eaten: its tail is stacked and stays one more move.
+    state = env.make_state([[(3, 3), (4, 3), (5, 3)], [(1, 1), (1, 2), (1, 3), (1, 3)]], heading=[UP, LEFT])
+    obs = np.asarray(env.get_obs(state))  # heading up: the view is the board around the head, unturned
+    assert np.argwhere(obs[..., 8]).tolist() == [[5, 3]]
+    np.testing.assert_array_equal(obs[..., :8], np.asarray(Arena(size=7, num_snakes=2, view=7).get_obs(state)))
+    _, s, _, _, _ = advance(env, state, [UP, LEFT])
+    obs = np.asarray(env.get_obs(s))  # the head at (2, 3): its tail (4, 3), and snake 1's unstacked (1, 3)
+    assert np.argwhere(obs[..., 8]).tolist() == [[2, 3], [5, 3]]
+    with pytest.raises(ValueError, match="arena tails must be true or false, got 'yes'"):
+        Arena(tails="yes")
+
+
 def test_constrictor_grows_every_snake_every_turn_and_keeps_no_food():
     env = Arena(size=11, num_snakes=2, ruleset="constrictor")
     _, s = env.reset(jax.random.key(0), env.default_params)
