@@ -26,7 +26,6 @@ from jaxrl.envs.kernels import DCOL, DROW, fusion_boundary, hash32, mix, pick
 from jaxrl.envs.spaces import agents_box
 
 CHANNELS = ("own body", "other bodies", "other heads", "heads at least as long", "food", "wall", "health", "hazard")
-TAIL_CHANNEL = "frees next move"  # with tails=True, a ninth channel: body cells the next move empties
 RULESETS = ("standard", "solo", "wrapped", "constrictor", "wrapped_constrictor", "royale")
 SCRIPTS = ("greedy", "space", "lookahead")  # the scripted bots a step can compile for its drawn bots (`script`)
 LOOK_RIVALS = 3  # the lookahead bot searches the joint replies (3 ** this) of this many nearest heads
