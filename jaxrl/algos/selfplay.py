@@ -109,7 +109,7 @@ class SelfPlayVector(VectorEnv):
         agents: Any = None,
     ):
         """`scores(params, carry, obs) -> (carry, per-action scores)`: the learner's (`Algorithm.action_scores`),
-        acted on by argmax, after Gumbel noise when `sampled`. `agents(league) -> {kind: (act, view)}`: the
+        acted on by argmax, after Gumbel noise when `sampled`. `agents(league) -> {kind: (act, env)}`: the
         league's frozen agents (called when the step is traced; jaxrl.build passes the loader)."""
         super().__init__(env, num_envs)
         self.agents = agents
